@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+	"github.com/speech-pipeline/underrun/scenarios"
+)
+
+const analyzeLong = `Read token traces, run every turn through the speech model, and report the
+timing metrics (TTFT, TPOT, ITL, E2E latency), the time to first audio, and
+every underrun: when it fell, how long it lasted, whether it is a glitch or an
+interruption, where in the text it fell, and its cause (a token stall and the
+ITL behind it, a chunk held by the chunking policy, a slow synthesizer, the
+stream's pace, or a thin start-up buffer).
+
+Reads the named files, or standard input when there are none. The format is
+told from the content (or --format).
+
+Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
+2 bad usage or bad input.`
+
+const analyzeExample = `  underrun analyze trace.jsonl
+  underrun analyze --chunking sentence --tts-latency 250ms --preroll 300ms trace.jsonl
+  underrun analyze --output json --per-turn --events events.jsonl a.jsonl b.jsonl
+  # a player that plays each token for 250 ms the moment it arrives:
+  underrun analyze --token-audio 250ms --chunking token --tts-latency 0 --rtf 0 trace.jsonl`
+
+type analyzeCommand struct {
+	env    *env
+	cmd    *cobra.Command
+	engine engineFlags
+	out    reportFlags
+	format string
+}
+
+func newAnalyzeCommand(e *env) *analyzeCommand {
+	a := &analyzeCommand{env: e}
+	a.cmd = &cobra.Command{
+		Use:     "analyze [FILE...]",
+		Short:   "Find the underruns in recorded token traces",
+		Long:    analyzeLong,
+		Example: analyzeExample,
+		RunE:    func(cmd *cobra.Command, args []string) error { return a.run(cmd, args) },
+	}
+	fs := a.cmd.Flags()
+	a.engine.bind(fs)
+	a.out.bind(fs)
+	fs.StringVar(&a.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	return a
+}
+
+func (a *analyzeCommand) begin() (*session, error) {
+	cfg, err := a.engine.config()
+	if err != nil {
+		return nil, err
+	}
+	return a.out.begin(a.env, cfg)
+}
+
+func (a *analyzeCommand) run(cmd *cobra.Command, args []string) error {
+	s, err := a.begin()
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	for _, name := range args {
+		if err := a.readFile(cmd, s, name); err != nil {
+			s.abort()
+			return err
+		}
+	}
+	return s.finish()
+}
+
+func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) error {
+	var r io.Reader = a.env.stdin
+	label := "stdin"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return usageError{err}
+		}
+		defer f.Close()
+		r, label = f, name
+	}
+	dec, err := trace.Open(r, label, a.format)
+	if err != nil {
+		return usageError{err}
+	}
+	for {
+		if err := cmd.Context().Err(); err != nil {
+			return err
+		}
+		t, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return usageError{err}
+		}
+		if err := s.add(t); err != nil {
+			return usageError{fmt.Errorf("%s: %w", label, err)}
+		}
+	}
+}
+
+// runDefault analyzes the built-in default turn.
+func (a *analyzeCommand) runDefault(cmd *cobra.Command) error {
+	s, err := a.begin()
+	if err != nil {
+		return err
+	}
+	t := scenarios.DefaultTurn()
+	if a.out.output == "text" {
+		fmt.Fprintf(a.env.stdout, "underrun: no input given, so here is the built-in default: one assistant turn\n"+
+			"of %d tokens decoded every %v after a TTFT of %v, with two prefill-like stalls\n"+
+			"(%v before token %d, %v before token %d). Analyze your own traces with\n"+
+			"`underrun analyze FILE`; see `underrun --help`.\n\n",
+			len(t.Chunks), scenarios.DefaultTPOT, scenarios.DefaultTTFT,
+			scenarios.DefaultStalls[0].Delay, scenarios.DefaultStalls[0].Token,
+			scenarios.DefaultStalls[1].Delay, scenarios.DefaultStalls[1].Token)
+	}
+	if err := s.add(t); err != nil {
+		return err
+	}
+	return s.finish()
+}
+

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// turnSink receives every turn a command plays, with its finished playout,
+// and writes something from them (a WAV file, a plot). The playout is
+// reused for the next turn: a sink copies what it keeps. Close runs once,
+// after the last turn, before the report is printed.
+type turnSink interface {
+	Add(t *pipeline.Turn, p *pipeline.Playout) error
+	Close() error
+}
+
+// sinkFactory binds a sink's flags on a command's flag set and returns a
+// constructor that makes the sink when its flags ask for one (nil sink,
+// nil error when they don't).
+type sinkFactory func(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error)
+
+// sinkFactories are registered by the files that define sinks (init).
+var sinkFactories []sinkFactory
+
+// reportFlags are the output flags of every command that reports on
+// played turns (analyze, sim, replay).
+type reportFlags struct {
+	output  string
+	perTurn bool
+	events  string
+	tpotSLO time.Duration
+	invert  bool
+	list    int
+	sinks   []func(e *env, cfg pipeline.Config) (turnSink, error)
+}
+
+func (f *reportFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
+	fs.BoolVar(&f.perTurn, "per-turn", false, "add a line per turn to the report")
+	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (one per underrun, one per turn) to `FILE` (- for stderr)")
+	fs.DurationVar(&f.tpotSLO, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within to pass")
+	fs.BoolVar(&f.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
+	fs.IntVar(&f.list, "list", 20, "list up to `N` underruns in the text report (0: none)")
+	for _, factory := range sinkFactories {
+		f.sinks = append(f.sinks, factory(fs))
+	}
+}
+
+// session holds what one run writes to: the report, the event log and the
+// sinks, and a Playout reused for every turn.
+type session struct {
+	env     *env
+	flags   *reportFlags
+	cfg     pipeline.Config
+	report  *pipeline.Report
+	playout *pipeline.Playout
+	log     zerolog.Logger
+	sinks   []turnSink
+	closers []func() error
+}
+
+func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
+	if f.output != "text" && f.output != "json" {
+		return nil, usagef("--output: want text or json, got %q", f.output)
+	}
+	if f.tpotSLO <= 0 {
+		return nil, usagef("--tpot-slo must be positive, got %v", f.tpotSLO)
+	}
+	p, err := pipeline.NewPlayout(cfg, "")
+	if err != nil {
+		return nil, usageError{err}
+	}
+	s := &session{env: e, flags: f, cfg: cfg, playout: p, log: zerolog.Nop()}
+	s.report = pipeline.NewReport(cfg, pipeline.ReportOptions{
+		TPOTSLO: f.tpotSLO, PerTurn: f.perTurn, KeepUnderruns: true, MaxTPOT: f.invert,
+	})
+	switch f.events {
+	case "":
+	case "-":
+		s.log = zerolog.New(e.stderr)
+	default:
+		file, err := os.Create(f.events)
+		if err != nil {
+			return nil, usagef("--events: %w", err)
+		}
+		s.log = zerolog.New(file)
+		s.closers = append(s.closers, file.Close)
+	}
+	for _, mk := range f.sinks {
+		sink, err := mk(e, cfg)
+		if err != nil {
+			s.abort()
+			return nil, err
+		}
+		if sink != nil {
+			s.sinks = append(s.sinks, sink)
+		}
+	}
+	return s, nil
+}
+
+// add plays one turn and accounts it.
+func (s *session) add(t *pipeline.Turn) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if err := s.playout.PlayTurn(t); err != nil {
+		return err
+	}
+	return s.played(t, s.playout)
+}
+
+// played accounts a turn already played through p.
+func (s *session) played(t *pipeline.Turn, p *pipeline.Playout) error {
+	for _, u := range p.Underruns {
+		pipeline.LogUnderrun(s.log, u)
+	}
+	pipeline.LogTurn(s.log, t, p)
+	s.report.Add(t, p)
+	for _, sink := range s.sinks {
+		if err := sink.Add(t, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abort closes what the session opened, after an error.
+func (s *session) abort() {
+	for _, c := range s.closers {
+		c()
+	}
+}
+
+// finish closes the sinks, renders the report and turns the verdict into
+// the exit status.
+func (s *session) finish() error {
+	var errs []error
+	for _, sink := range s.sinks {
+		errs = append(errs, sink.Close())
+	}
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s.report.Close()
+	var err error
+	if s.flags.output == "json" {
+		err = s.report.WriteJSON(s.env.stdout)
+	} else {
+		err = writeTextReport(s.env.stdout, s.report, s.flags.list)
+	}
+	if err != nil {
+		return err
+	}
+	if !s.report.Verdict.Pass() {
+		return errFail
+	}
+	return nil
+}
+
+// writeTextReport writes the report and a list of the first underruns.
+func writeTextReport(w io.Writer, r *pipeline.Report, list int) error {
+	if err := r.WriteText(w); err != nil {
+		return err
+	}
+	if list <= 0 || len(r.List) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nunderruns (first %d of %d):\n", min(list, len(r.List)), len(r.List))
+	fmt.Fprintf(w, "  %-12s %10s %10s  %-12s %-11s %-17s %6s %9s %9s\n", "turn", "start ms", "length ms", "class", "cause", "where", "token", "ITL ms", "tol ms")
+	for i, u := range r.List {
+		if i == list {
+			break
+		}
+		fmt.Fprintf(w, "  %-12s %10.1f %10.1f  %-12s %-11s %-17s %6d %9.1f %9.1f\n",
+			u.Turn, u.StartMs, u.DurationMs, u.Class, u.Cause, u.Position, u.Token, u.ITLMs, u.ToleranceMs)
+	}
+	return nil
+}

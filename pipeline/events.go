@@ -1,0 +1,63 @@
+package pipeline
+
+import (
+	"github.com/rs/zerolog"
+)
+
+// LogUnderrun writes one underrun as a zerolog event: message "underrun",
+// with turn, start_ms, duration_ms, class, cause, position, token, chunk,
+// itl_ms and tolerance_ms. Interruptions log at warn level, glitches at
+// info.
+func LogUnderrun(log zerolog.Logger, u Underrun) {
+	ev := log.Info()
+	if u.Class == Interruption {
+		ev = log.Warn()
+	}
+	ev.Str("event", "underrun").
+		Str("turn", u.Turn).
+		Float64("start_ms", Millis(u.Start)).
+		Float64("duration_ms", Millis(u.Duration)).
+		Int64("start_sample", u.StartSample).
+		Int64("samples", u.Samples).
+		Str("class", string(u.Class)).
+		Str("cause", string(u.Cause)).
+		Str("position", string(u.Position)).
+		Int("token", u.Token).
+		Int("chunk", u.Chunk).
+		Float64("itl_ms", Millis(u.ITL)).
+		Float64("tolerance_ms", Millis(u.Tolerance)).
+		Msg("underrun")
+}
+
+// LogTurn writes a turn summary event: message "turn".
+func LogTurn(log zerolog.Logger, t *Turn, p *Playout) {
+	ev := log.Info().Str("event", "turn").Str("turn", t.ID).Str("status", string(t.Status)).Int("tokens", t.Tokens())
+	if t.Session != "" {
+		ev = ev.Str("session", t.Session)
+	}
+	if tm, ok := t.Timing(); ok {
+		ev = ev.Float64("ttft_ms", Millis(tm.TTFT)).Float64("e2el_ms", Millis(tm.E2E))
+		if s, ok := t.TPOTSeconds(); ok {
+			ev = ev.Float64("tpot_ms", s*1000)
+		}
+	}
+	if p != nil {
+		var glitches, interruptions int
+		var silence float64
+		for _, u := range p.Underruns {
+			silence += Millis(u.Duration)
+			if u.Class == Interruption {
+				interruptions++
+			} else {
+				glitches++
+			}
+		}
+		if at, ok := p.Started(); ok {
+			ev = ev.Float64("ttfa_ms", Millis(at))
+		}
+		ev = ev.Float64("speech_ms", Millis(p.Speech())).
+			Int("glitches", glitches).Int("interruptions", interruptions).
+			Float64("underrun_ms", silence).Float64("min_preroll_ms", Millis(p.MinPreroll))
+	}
+	ev.Msg("turn")
+}

@@ -1,0 +1,429 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// DefaultTPOTSLO is the TPOT a turn must stay within to pass.
+const DefaultTPOTSLO = 50 * time.Millisecond
+
+// Counter counts events and their total length.
+type Counter struct {
+	Count   int     `json:"count"`
+	TotalMs float64 `json:"total_ms"`
+}
+
+func (c *Counter) add(d time.Duration) {
+	c.Count++
+	c.TotalMs += Millis(d)
+}
+
+// Verdict is the pass/fail answer of a report, with its reasons.
+type Verdict struct {
+	Result  string   `json:"result"`
+	Reasons []string `json:"reasons"`
+}
+
+// Pass reports whether the verdict passed.
+func (v Verdict) Pass() bool { return v.Result == "pass" }
+
+// TurnReport is the per-turn line of a report.
+type TurnReport struct {
+	Turn          string   `json:"turn"`
+	Session       string   `json:"session,omitempty"`
+	Status        Status   `json:"status"`
+	Error         string   `json:"error,omitempty"`
+	Tokens        int      `json:"tokens"`
+	Chunks        int      `json:"chunks"`
+	TTFTMs        float64  `json:"ttft_ms"`
+	TTFSTMs       *float64 `json:"ttfst_ms"`
+	TPOTMs        *float64 `json:"tpot_ms"`
+	E2ELMs        float64  `json:"e2el_ms"`
+	TTFAMs        *float64 `json:"ttfa_ms"`
+	SpeechMs      float64  `json:"speech_ms"`
+	Underruns     Counter  `json:"underruns"`
+	Glitches      Counter  `json:"glitches"`
+	Interruptions Counter  `json:"interruptions"`
+	MinPrerollMs  float64  `json:"min_preroll_ms"`
+	MaxSafeTPOTMs *float64 `json:"max_safe_tpot_ms,omitempty"`
+	// MinToleranceMs is the smallest finite stall tolerance after the
+	// player started: the tightest point of the turn.
+	MinToleranceMs *float64 `json:"min_tolerance_ms"`
+}
+
+// ReportOptions choose what a Report computes.
+type ReportOptions struct {
+	// TPOTSLO is the TPOT every turn must stay within (0: DefaultTPOTSLO).
+	TPOTSLO time.Duration
+	// PerTurn keeps a TurnReport for every turn.
+	PerTurn bool
+	// KeepUnderruns keeps every underrun (Underruns field).
+	KeepUnderruns bool
+	// MaxTPOT runs the largest-safe-TPOT inversion for every turn.
+	MaxTPOT bool
+}
+
+// Report accumulates turns and their playouts (Add), is finalized by Close,
+// and renders as JSON or text. Its JSON keys are stable.
+type Report struct {
+	Turns                  int               `json:"turns"`
+	TurnsOK                int               `json:"turns_ok"`
+	TurnsFailed            int               `json:"turns_failed"`
+	TurnsSilent            int               `json:"turns_silent"`
+	TTFT                   Summary           `json:"ttft_ms"`
+	TTFST                  Summary           `json:"ttfst_ms"`
+	TPOT                   Summary           `json:"tpot_ms"`
+	ITL                    Summary           `json:"itl_ms"`
+	E2EL                   Summary           `json:"e2el_ms"`
+	TTFA                   Summary           `json:"ttfa_ms"`
+	SpeechMs               float64           `json:"speech_ms"`
+	Underruns              Counter           `json:"underruns"`
+	Glitches               Counter           `json:"glitches"`
+	Interruptions          Counter           `json:"interruptions"`
+	Causes                 map[Cause]Counter `json:"causes"`
+	Positions              map[Position]int  `json:"positions"`
+	InterruptionsPerMinute float64           `json:"interruptions_per_minute"`
+	SpeechGoodput          float64           `json:"speech_goodput"`
+	MinPrerollMs           float64           `json:"min_preroll_ms"`
+	MaxSafeTPOTMs          *float64          `json:"max_safe_tpot_ms"`
+	TPOTSLOMs              float64           `json:"tpot_slo_ms"`
+	TurnsOverSLO           int               `json:"turns_over_tpot_slo"`
+	Verdict                Verdict           `json:"verdict"`
+	Config                 *ConfigReport     `json:"config,omitempty"`
+	PerTurn                []TurnReport      `json:"per_turn,omitempty"`
+	List                   []UnderrunReport  `json:"underrun_list,omitempty"`
+
+	opts                         ReportOptions
+	ttft, ttfst, tpot, itl, e2el Sample
+	ttfa                         Sample
+	good                         int
+	minPreroll                   time.Duration
+	maxSafe                      time.Duration
+	maxSafeSet, maxSafeNone      bool
+	worstTurn                    string
+	worstInterruptions           int
+	closed                       bool
+}
+
+// ConfigReport records the engine settings a report was made with.
+type ConfigReport struct {
+	Chunking       string  `json:"chunking"`
+	WPM            float64 `json:"wpm"`
+	TokenAudioMs   float64 `json:"token_audio_ms"`
+	TTSLatencyMs   float64 `json:"tts_latency_ms"`
+	RTF            float64 `json:"rtf"`
+	PrerollMs      float64 `json:"preroll_ms"`
+	InterruptionMs float64 `json:"interruption_ms"`
+}
+
+// UnderrunReport is an underrun as reports and event logs show it.
+type UnderrunReport struct {
+	Turn        string   `json:"turn"`
+	StartMs     float64  `json:"start_ms"`
+	DurationMs  float64  `json:"duration_ms"`
+	StartSample int64    `json:"start_sample"`
+	Samples     int64    `json:"samples"`
+	Class       Class    `json:"class"`
+	Cause       Cause    `json:"cause"`
+	Position    Position `json:"position"`
+	Token       int      `json:"token"`
+	Chunk       int      `json:"chunk"`
+	ITLMs       float64  `json:"itl_ms"`
+	ToleranceMs float64  `json:"tolerance_ms"`
+}
+
+// NewUnderrunReport converts an underrun to its report form.
+func NewUnderrunReport(u Underrun) UnderrunReport {
+	return UnderrunReport{
+		Turn: u.Turn, StartMs: Millis(u.Start), DurationMs: Millis(u.Duration),
+		StartSample: u.StartSample, Samples: u.Samples,
+		Class: u.Class, Cause: u.Cause, Position: u.Position,
+		Token: u.Token, Chunk: u.Chunk,
+		ITLMs: Millis(u.ITL), ToleranceMs: Millis(u.Tolerance),
+	}
+}
+
+// NewReport returns an empty report.
+func NewReport(cfg Config, opts ReportOptions) *Report {
+	if opts.TPOTSLO <= 0 {
+		opts.TPOTSLO = DefaultTPOTSLO
+	}
+	r := &Report{
+		opts:      opts,
+		Causes:    map[Cause]Counter{},
+		Positions: map[Position]int{},
+		TPOTSLOMs: Millis(opts.TPOTSLO),
+	}
+	name := ""
+	if cfg.Policy != nil {
+		name = cfg.Policy.Name()
+	}
+	r.Config = &ConfigReport{
+		Chunking: name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
+		TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
+		PrerollMs: Millis(cfg.Preroll), InterruptionMs: Millis(cfg.Interruption),
+	}
+	return r
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// Add accounts one turn and its finished playout (p may be nil for a turn
+// that was not played). The MaxTPOT inversion, when enabled, reuses p.
+func (r *Report) Add(t *Turn, p *Playout) {
+	r.Turns++
+	tr := TurnReport{Turn: t.ID, Session: t.Session, Status: t.Status, Error: t.Error, Chunks: len(t.Chunks)}
+	if t.Status == StatusOK || t.Status == "" {
+		r.TurnsOK++
+	} else {
+		r.TurnsFailed++
+	}
+	tm, has := t.Timing()
+	tr.Tokens = t.Tokens()
+	if has {
+		r.ttft.AddDuration(tm.TTFT)
+		r.e2el.AddDuration(tm.E2E)
+		tr.TTFTMs, tr.E2ELMs = Millis(tm.TTFT), Millis(tm.E2E)
+		if tm.HasSpeech {
+			r.ttfst.AddDuration(tm.TTFST)
+			tr.TTFSTMs = ptr(Millis(tm.TTFST))
+		}
+		if s, ok := t.TPOTSeconds(); ok {
+			ms := s * 1000
+			r.tpot.Add(ms)
+			tr.TPOTMs = ptr(ms)
+			if ms > Millis(r.opts.TPOTSLO) {
+				r.TurnsOverSLO++
+			}
+		}
+		for i := 1; i < len(t.Chunks); i++ {
+			r.itl.AddDuration(t.Chunks[i].At - t.Chunks[i-1].At)
+		}
+	}
+	if !has || !tm.HasSpeech {
+		r.TurnsSilent++
+	}
+	interrupted := false
+	if p != nil {
+		if at, ok := p.Started(); ok {
+			r.ttfa.AddDuration(at)
+			tr.TTFAMs = ptr(Millis(at))
+		}
+		tr.SpeechMs = Millis(p.Speech())
+		r.SpeechMs += tr.SpeechMs
+		for _, u := range p.Underruns {
+			r.Underruns.add(u.Duration)
+			tr.Underruns.add(u.Duration)
+			if u.Class == Interruption {
+				r.Interruptions.add(u.Duration)
+				tr.Interruptions.add(u.Duration)
+				interrupted = true
+			} else {
+				r.Glitches.add(u.Duration)
+				tr.Glitches.add(u.Duration)
+			}
+			c := r.Causes[u.Cause]
+			c.add(u.Duration)
+			r.Causes[u.Cause] = c
+			r.Positions[u.Position]++
+			if r.opts.KeepUnderruns {
+				r.List = append(r.List, NewUnderrunReport(u))
+			}
+		}
+		r.minPreroll = max(r.minPreroll, p.MinPreroll)
+		tr.MinPrerollMs = Millis(p.MinPreroll)
+		if start, ok := p.Started(); ok {
+			for k, tol := range p.Tolerance {
+				if tol != Unbounded && t.Chunks[k].At >= start {
+					if tr.MinToleranceMs == nil || Millis(tol) < *tr.MinToleranceMs {
+						tr.MinToleranceMs = ptr(Millis(tol))
+					}
+				}
+			}
+		}
+		if tr.Interruptions.Count > r.worstInterruptions {
+			r.worstInterruptions, r.worstTurn = tr.Interruptions.Count, t.ID
+		}
+		if r.opts.MaxTPOT && tm.HasSpeech {
+			if v, ok, err := MaxTPOT(p.Config(), t, nil); err == nil {
+				if ok {
+					tr.MaxSafeTPOTMs = ptr(Millis(v))
+					if !r.maxSafeSet || v < r.maxSafe {
+						r.maxSafe, r.maxSafeSet = v, true
+					}
+				} else {
+					r.maxSafeNone = true
+				}
+			}
+		}
+	}
+	failed := !(t.Status == StatusOK || t.Status == "")
+	if !interrupted && !failed {
+		r.good++
+	}
+	if r.opts.PerTurn {
+		r.PerTurn = append(r.PerTurn, tr)
+	}
+}
+
+// Close computes the summaries and the verdict. Add must not be called
+// after Close.
+func (r *Report) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.TTFT, r.TTFST, r.TPOT = r.ttft.Summary(), r.ttfst.Summary(), r.tpot.Summary()
+	r.ITL, r.E2EL, r.TTFA = r.itl.Summary(), r.e2el.Summary(), r.ttfa.Summary()
+	if r.Turns > 0 {
+		r.SpeechGoodput = float64(r.good) / float64(r.Turns)
+	}
+	if r.SpeechMs > 0 {
+		r.InterruptionsPerMinute = float64(r.Interruptions.Count) / (r.SpeechMs / 60000)
+	}
+	r.MinPrerollMs = Millis(r.minPreroll)
+	if r.maxSafeSet && !r.maxSafeNone {
+		r.MaxSafeTPOTMs = ptr(Millis(r.maxSafe))
+	} else if r.maxSafeNone {
+		r.MaxSafeTPOTMs = ptr(0)
+	}
+	v := Verdict{Result: "pass", Reasons: []string{}}
+	if r.Turns == 0 {
+		v.Reasons = append(v.Reasons, "no turns")
+		v.Result = "fail"
+	}
+	if r.TurnsOverSLO > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d turns have TPOT above the %s SLO (worst %.1f ms)",
+			r.TurnsOverSLO, r.tpot.Len(), fmtMs(r.TPOTSLOMs), r.TPOT.Max))
+	}
+	if r.Interruptions.Count > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d interruptions (%.0f ms of silence) in %d turns; worst turn %s",
+			r.Interruptions.Count, r.Interruptions.TotalMs, r.Turns-r.good-r.TurnsFailed, r.worstTurn))
+	}
+	if r.TurnsFailed > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d turns failed", r.TurnsFailed))
+	}
+	if len(v.Reasons) > 0 {
+		v.Result = "fail"
+	}
+	r.Verdict = v
+}
+
+func fmtMs(ms float64) string {
+	return (time.Duration(ms * float64(time.Millisecond))).String()
+}
+
+// WriteJSON renders the closed report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	r.Close()
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// MarshalJSON keeps NaN out of the JSON (an empty summary is all zero).
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	c := plain(s)
+	for _, f := range []*float64{&c.Mean, &c.Median, &c.Std, &c.Min, &c.Max, &c.P50, &c.P90, &c.P95, &c.P99, &c.P999} {
+		if math.IsNaN(*f) || math.IsInf(*f, 0) {
+			*f = 0
+		}
+	}
+	return json.Marshal(c)
+}
+
+// WriteText renders the closed report for people.
+func (r *Report) WriteText(w io.Writer) error {
+	r.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "underrun report: %d turns (%d ok, %d failed, %d without speech)\n", r.Turns, r.TurnsOK, r.TurnsFailed, r.TurnsSilent)
+	if c := r.Config; c != nil {
+		fmt.Fprintf(&b, "speech: %s chunking, %.0f wpm (%.0f ms per text-less token), TTS latency %s, RTF %.2g, pre-roll %s, interruption >= %s\n",
+			c.Chunking, c.WPM, c.TokenAudioMs, fmtMs(c.TTSLatencyMs), c.RTF, fmtMs(c.PrerollMs), fmtMs(c.InterruptionMs))
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "metric (ms)\tcount\tmean\tmedian\tstd\tmin\tp90\tp95\tp99\tp99.9\tmax\t")
+	row := func(name string, s Summary) {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", name, s.Count, s.Mean, s.Median, s.Std, s.Min, s.P90, s.P95, s.P99, s.P999, s.Max)
+	}
+	row("TTFT", r.TTFT)
+	if r.TTFST.Count != r.TTFT.Count || r.TTFST.Mean != r.TTFT.Mean {
+		row("first spoken token", r.TTFST)
+	}
+	row("TPOT", r.TPOT)
+	row("ITL", r.ITL)
+	row("E2E latency", r.E2EL)
+	row("first audio (TTFA)", r.TTFA)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\nspeech: %.1f s; underruns: %d (%.0f ms); glitches: %d (%.0f ms); interruptions: %d (%.0f ms, %.2f per minute of speech)\n",
+		r.SpeechMs/1000, r.Underruns.Count, r.Underruns.TotalMs, r.Glitches.Count, r.Glitches.TotalMs,
+		r.Interruptions.Count, r.Interruptions.TotalMs, r.InterruptionsPerMinute)
+	if len(r.Causes) > 0 {
+		causes := make([]string, 0, len(r.Causes))
+		for c := range r.Causes {
+			causes = append(causes, string(c))
+		}
+		sort.Strings(causes)
+		b.WriteString("causes:")
+		for _, c := range causes {
+			v := r.Causes[Cause(c)]
+			fmt.Fprintf(&b, " %s %d (%.0f ms)", c, v.Count, v.TotalMs)
+		}
+		b.WriteString("\nwhere:")
+		positions := make([]string, 0, len(r.Positions))
+		for p := range r.Positions {
+			positions = append(positions, string(p))
+		}
+		sort.Strings(positions)
+		for _, p := range positions {
+			fmt.Fprintf(&b, " %s %d", p, r.Positions[Position(p)])
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "speech goodput: %.1f%% of turns with no interruption\n", 100*r.SpeechGoodput)
+	fmt.Fprintf(&b, "smallest pre-roll with no underrun: %.0f ms\n", r.MinPrerollMs)
+	if r.MaxSafeTPOTMs != nil {
+		if *r.MaxSafeTPOTMs > 0 {
+			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): %.1f ms (SLO %s)\n", *r.MaxSafeTPOTMs, fmtMs(r.TPOTSLOMs))
+		} else {
+			b.WriteString("largest constant TPOT with no interruption: none; the TTS interrupts even with instant tokens\n")
+		}
+	}
+	if len(r.PerTurn) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "turn\tstatus\ttokens\tTTFT\tTPOT\tTTFA\tspeech\tglitches\tinterruptions\tsilence\tmin tolerance\tmin pre-roll\t")
+		for _, t := range r.PerTurn {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%d\t%d\t%.0f\t%s\t%.0f\t\n", t.Turn, t.Status, t.Tokens, t.TTFTMs,
+				optMs(t.TPOTMs, 1), optMs(t.TTFAMs, 0), t.SpeechMs, t.Glitches.Count, t.Interruptions.Count, t.Underruns.TotalMs,
+				optMs(t.MinToleranceMs, 0), t.MinPrerollMs)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&b, "\nverdict: %s\n", strings.ToUpper(r.Verdict.Result))
+	for _, reason := range r.Verdict.Reasons {
+		fmt.Fprintf(&b, "  - %s\n", reason)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func optMs(v *float64, prec int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, *v)
+}

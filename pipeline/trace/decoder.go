@@ -1,0 +1,102 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// Decoder yields the turns of a trace one at a time; Next returns io.EOF
+// after the last turn. Every reader in this package is a Decoder.
+type Decoder interface {
+	Next() (*pipeline.Turn, error)
+}
+
+// DecoderFunc adapts a function to Decoder.
+type DecoderFunc func() (*pipeline.Turn, error)
+
+// Next calls f.
+func (f DecoderFunc) Next() (*pipeline.Turn, error) { return f() }
+
+var _ Decoder = (*NativeReader)(nil)
+var _ Decoder = DecoderFunc(nil)
+
+// Format is one trace format a Decoder can be opened for.
+type Format struct {
+	// Name is the format as --format takes it.
+	Name string
+	// Describe says in a few words what files it reads.
+	Describe string
+	// Sniff reports whether the start of an input looks like this format.
+	Sniff func(head []byte) bool
+	// Open returns a decoder reading r; name labels errors.
+	Open func(r io.Reader, name string) (Decoder, error)
+}
+
+// Formats lists the formats Open knows, in the order they are sniffed.
+var Formats = []Format{
+	{
+		Name:     "native",
+		Describe: "underrun JSON Lines trace (header, turn, chunk, end records)",
+		Sniff:    sniffNative,
+		Open: func(r io.Reader, name string) (Decoder, error) {
+			return NewNativeReader(r, name), nil
+		},
+	},
+}
+
+// FormatNames lists the names of Formats, for help texts.
+func FormatNames() string {
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// sniffLen is how much of an input Open looks at to tell its format.
+const sniffLen = 64 << 10
+
+// Open returns a decoder for r. format names one of Formats, or is "" or
+// "auto" to tell the format from the content.
+func Open(r io.Reader, name, format string) (Decoder, error) {
+	br := bufio.NewReaderSize(r, sniffLen)
+	if format != "" && format != "auto" {
+		for _, f := range Formats {
+			if f.Name == format {
+				return f.Open(br, name)
+			}
+		}
+		return nil, fmt.Errorf("%w: %s: unknown format %q; want auto or one of %s", ErrFormat, name, format, FormatNames())
+	}
+	head, err := br.Peek(sniffLen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(bytes.TrimSpace(head)) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty input; want a trace in one of: %s", ErrFormat, name, FormatNames())
+	}
+	for _, f := range Formats {
+		if f.Sniff(head) {
+			return f.Open(br, name)
+		}
+	}
+	return nil, fmt.Errorf("%w: %s: not a format underrun knows (%s); name one with --format", ErrFormat, name, FormatNames())
+}
+
+func sniffNative(head []byte) bool {
+	line, _, _ := bytes.Cut(bytes.TrimLeft(head, " \t\r\n"), []byte("\n"))
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	for _, t := range []string{"header", "turn", "chunk", "end"} {
+		if bytes.Contains(line, []byte(`"type":"`+t+`"`)) || bytes.Contains(line, []byte(`"type": "`+t+`"`)) {
+			return true
+		}
+	}
+	return false
+}

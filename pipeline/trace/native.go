@@ -1,0 +1,417 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// The native format's identity, as its header record states it.
+const (
+	FormatName    = "underrun-trace"
+	FormatVersion = 1
+)
+
+// MaxLine is the longest record line a reader accepts.
+const MaxLine = 1 << 20
+
+// ErrFormat reports input that is not a valid trace. Errors wrapping it
+// name the input, the line and what was expected.
+var ErrFormat = errors.New("invalid trace")
+
+// Record is one line of a native trace. Type is "header", "turn", "chunk"
+// or "end"; the other fields belong to some of the types.
+type Record struct {
+	Type    string `json:"type"`
+	Format  string `json:"format,omitempty"`
+	Version int    `json:"version,omitempty"`
+	Source  string `json:"source,omitempty"`
+
+	Turn        string `json:"turn,omitempty"`
+	Session     string `json:"session,omitempty"`
+	StartUnixNs int64  `json:"start_unix_ns,omitempty"`
+
+	TNs       *int64  `json:"t_ns,omitempty"`
+	Text      *string `json:"text,omitempty"`
+	Tokens    *int    `json:"tokens,omitempty"`
+	Reasoning bool    `json:"reasoning,omitempty"`
+
+	Status       string `json:"status,omitempty"`
+	Error        string `json:"error,omitempty"`
+	OutputTokens int    `json:"output_tokens,omitempty"`
+}
+
+// Writer writes a native trace record by record, flushing each one, so a
+// crash loses at most the record being written. It is not safe for
+// concurrent use.
+type Writer struct {
+	w      io.Writer
+	buf    []byte
+	header bool
+	source string
+}
+
+// NewWriter returns a Writer whose header names source ("capture",
+// "convert", "sim", ...). The header is written before the first record.
+func NewWriter(w io.Writer, source string) *Writer {
+	return &Writer{w: w, source: source}
+}
+
+func (w *Writer) flush() error {
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
+	return err
+}
+
+func (w *Writer) ensureHeader() {
+	if w.header {
+		return
+	}
+	w.header = true
+	w.buf = append(w.buf, `{"type":"header","format":"`+FormatName+`","version":1`...)
+	if w.source != "" {
+		w.buf = append(w.buf, `,"source":`...)
+		w.buf = strconv.AppendQuote(w.buf, w.source)
+	}
+	w.buf = append(w.buf, "}\n"...)
+}
+
+// WriteHeader writes the header now (it is otherwise written with the
+// first record).
+func (w *Writer) WriteHeader() error {
+	w.ensureHeader()
+	return w.flush()
+}
+
+func appendString(b []byte, s string) []byte {
+	out, _ := json.Marshal(s) // never fails for a string
+	return append(b, out...)
+}
+
+// BeginTurn writes a turn record.
+func (w *Writer) BeginTurn(t *pipeline.Turn) error {
+	w.ensureHeader()
+	w.buf = append(w.buf, `{"type":"turn","turn":`...)
+	w.buf = appendString(w.buf, t.ID)
+	if t.Session != "" {
+		w.buf = append(w.buf, `,"session":`...)
+		w.buf = appendString(w.buf, t.Session)
+	}
+	if !t.Start.IsZero() {
+		w.buf = append(w.buf, `,"start_unix_ns":`...)
+		w.buf = strconv.AppendInt(w.buf, t.Start.UnixNano(), 10)
+	}
+	w.buf = append(w.buf, "}\n"...)
+	return w.flush()
+}
+
+// WriteChunk writes one chunk record of turn id.
+func (w *Writer) WriteChunk(id string, c pipeline.Chunk) error {
+	w.ensureHeader()
+	w.buf = append(w.buf, `{"type":"chunk","turn":`...)
+	w.buf = appendString(w.buf, id)
+	w.buf = append(w.buf, `,"t_ns":`...)
+	w.buf = strconv.AppendInt(w.buf, int64(c.At), 10)
+	if !c.Textless {
+		w.buf = append(w.buf, `,"text":`...)
+		w.buf = appendString(w.buf, c.Text)
+	}
+	if c.Tokens > 1 || (c.Tokens == 1 && !c.Textless) {
+		w.buf = append(w.buf, `,"tokens":`...)
+		w.buf = strconv.AppendInt(w.buf, int64(c.Tokens), 10)
+	}
+	if c.Reasoning {
+		w.buf = append(w.buf, `,"reasoning":true`...)
+	}
+	w.buf = append(w.buf, "}\n"...)
+	return w.flush()
+}
+
+// EndTurn writes the end record of a turn.
+func (w *Writer) EndTurn(t *pipeline.Turn) error {
+	w.ensureHeader()
+	status := t.Status
+	if status == "" {
+		status = pipeline.StatusOK
+	}
+	w.buf = append(w.buf, `{"type":"end","turn":`...)
+	w.buf = appendString(w.buf, t.ID)
+	w.buf = append(w.buf, `,"status":`...)
+	w.buf = appendString(w.buf, string(status))
+	if t.Error != "" {
+		w.buf = append(w.buf, `,"error":`...)
+		w.buf = appendString(w.buf, t.Error)
+	}
+	if t.OutputTokens > 0 {
+		w.buf = append(w.buf, `,"output_tokens":`...)
+		w.buf = strconv.AppendInt(w.buf, int64(t.OutputTokens), 10)
+	}
+	w.buf = append(w.buf, "}\n"...)
+	return w.flush()
+}
+
+// WriteTurn writes a whole turn: its turn record, chunks and end.
+func (w *Writer) WriteTurn(t *pipeline.Turn) error {
+	if err := w.BeginTurn(t); err != nil {
+		return err
+	}
+	for _, c := range t.Chunks {
+		if err := w.WriteChunk(t.ID, c); err != nil {
+			return err
+		}
+	}
+	return w.EndTurn(t)
+}
+
+// NativeReader reads a native trace as a stream of turns. Turns may
+// interleave; a turn is returned when its end record arrives, and turns
+// still open at the end of the input are returned then, in the order they
+// began, with status incomplete. A truncated last line (no newline, not
+// valid JSON) is tolerated and counted in Truncated; any other bad line is
+// an error naming the input and the line.
+type NativeReader struct {
+	name      string
+	r         *bufio.Reader
+	line      int
+	open      map[string]*pipeline.Turn
+	order     []string
+	done      bool
+	seenTurns map[string]bool
+	rec       Record
+	// Truncated is true when a cut-off last line was dropped.
+	Truncated bool
+	// Bytes counts the input read so far.
+	Bytes int64
+}
+
+// NewNativeReader returns a reader of r; name labels errors (a file name,
+// or "stdin").
+func NewNativeReader(r io.Reader, name string) *NativeReader {
+	return &NativeReader{
+		name: name, r: bufio.NewReaderSize(r, 256<<10),
+		open: map[string]*pipeline.Turn{}, seenTurns: map[string]bool{},
+	}
+}
+
+func (d *NativeReader) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s:%d: %s", ErrFormat, d.name, d.line, fmt.Sprintf(format, args...))
+}
+
+// readLine returns the next line without its newline; last is true when
+// the line had no newline (end of input).
+func (d *NativeReader) readLine() (line []byte, last bool, err error) {
+	line, err = d.r.ReadSlice('\n')
+	d.Bytes += int64(len(line))
+	if err == bufio.ErrBufferFull {
+		// a long line: gather it, up to MaxLine
+		buf := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			if len(buf) > MaxLine {
+				return nil, false, d.errorf("line longer than %d bytes; a record is one JSON object per line", MaxLine)
+			}
+			line, err = d.r.ReadSlice('\n')
+			d.Bytes += int64(len(line))
+			buf = append(buf, line...)
+		}
+		line = buf
+	}
+	if len(line) > MaxLine {
+		return nil, false, d.errorf("line longer than %d bytes; a record is one JSON object per line", MaxLine)
+	}
+	if err == io.EOF {
+		return line, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s:%d: %w", d.name, d.line, err)
+	}
+	return line[:len(line)-1], false, nil
+}
+
+// Next returns the next complete turn, or io.EOF after the last.
+func (d *NativeReader) Next() (*pipeline.Turn, error) {
+	for !d.done {
+		line, last, err := d.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if last && len(line) == 0 {
+			d.done = true
+			break
+		}
+		d.line++
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			if last {
+				d.done = true
+			}
+			continue
+		}
+		t, err := d.record(line)
+		if err != nil {
+			if last && errors.Is(err, errSyntax) {
+				d.Truncated = true
+				d.done = true
+				break
+			}
+			return nil, err
+		}
+		if last {
+			d.done = true
+		}
+		if t != nil {
+			return t, nil
+		}
+	}
+	if d.line == 0 && !d.Truncated {
+		d.line = 1
+		if len(d.order) == 0 {
+			return nil, d.errorf("empty input; want a trace with at least one turn")
+		}
+	}
+	for len(d.order) > 0 {
+		id := d.order[0]
+		d.order = d.order[1:]
+		if t, ok := d.open[id]; ok {
+			delete(d.open, id)
+			t.Status = pipeline.StatusIncomplete
+			return t, nil
+		}
+	}
+	return nil, io.EOF
+}
+
+var errSyntax = errors.New("not a JSON object")
+
+func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
+	rec := &d.rec
+	*rec = Record{}
+	if err := decodeRecord(line, rec); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w (%w)", d.errorf("%v", err), errSyntax)
+		}
+		return nil, d.errorf("%v", err)
+	}
+	switch rec.Type {
+	case "header":
+		if rec.Format != "" && rec.Format != FormatName {
+			return nil, d.errorf("header names format %q; want %q", rec.Format, FormatName)
+		}
+		if rec.Version > FormatVersion {
+			return nil, d.errorf("trace version %d is newer than this reader (version %d)", rec.Version, FormatVersion)
+		}
+		return nil, nil
+	case "turn":
+		if rec.Turn == "" {
+			return nil, d.errorf(`turn record without "turn" id`)
+		}
+		if d.seenTurns[rec.Turn] {
+			return nil, d.errorf("turn %q begins a second time", rec.Turn)
+		}
+		d.seenTurns[rec.Turn] = true
+		t := &pipeline.Turn{ID: rec.Turn, Session: rec.Session, Status: pipeline.StatusOK}
+		if rec.StartUnixNs != 0 {
+			t.Start = time.Unix(0, rec.StartUnixNs)
+		}
+		d.open[rec.Turn] = t
+		d.order = append(d.order, rec.Turn)
+		return nil, nil
+	case "chunk":
+		t, err := d.turn(rec.Turn)
+		if err != nil {
+			return nil, err
+		}
+		if rec.TNs == nil {
+			return nil, d.errorf(`chunk of turn %q has no "t_ns"; want its arrival in nanoseconds since the request`, rec.Turn)
+		}
+		at := time.Duration(*rec.TNs)
+		if at < 0 {
+			return nil, d.errorf("chunk of turn %q has t_ns %d; want a time >= 0", rec.Turn, *rec.TNs)
+		}
+		if n := len(t.Chunks); n > 0 && at < t.Chunks[n-1].At {
+			return nil, d.errorf("chunk of turn %q has t_ns %d, before the previous chunk's %d; want arrival order", rec.Turn, *rec.TNs, int64(t.Chunks[n-1].At))
+		}
+		c := pipeline.Chunk{At: at, Reasoning: rec.Reasoning, Tokens: 1}
+		if rec.Text != nil {
+			c.Text = *rec.Text
+		} else {
+			c.Textless = true
+		}
+		if rec.Tokens != nil {
+			if *rec.Tokens < 0 {
+				return nil, d.errorf("chunk of turn %q has tokens %d; want a count >= 0", rec.Turn, *rec.Tokens)
+			}
+			c.Tokens = *rec.Tokens
+		}
+		t.Chunks = append(t.Chunks, c)
+		return nil, nil
+	case "end":
+		t, err := d.turn(rec.Turn)
+		if err != nil {
+			return nil, err
+		}
+		st := pipeline.Status(rec.Status)
+		if st == "" {
+			st = pipeline.StatusOK
+		}
+		if !st.Valid() {
+			return nil, d.errorf("end of turn %q has status %q; want ok, error or cancelled", rec.Turn, rec.Status)
+		}
+		t.Status, t.Error, t.OutputTokens = st, rec.Error, rec.OutputTokens
+		delete(d.open, rec.Turn)
+		return t, nil
+	case "":
+		return nil, d.errorf(`record without "type"; want header, turn, chunk or end`)
+	}
+	return nil, nil // unknown record types are ignored, as the format allows
+}
+
+// turn finds an open turn; a chunk or end for a turn never begun opens it,
+// so traces written without turn records still read.
+func (d *NativeReader) turn(id string) (*pipeline.Turn, error) {
+	if id == "" {
+		return nil, d.errorf(`%s record without "turn" id`, d.rec.Type)
+	}
+	if t, ok := d.open[id]; ok {
+		return t, nil
+	}
+	if d.seenTurns[id] {
+		return nil, d.errorf("record for turn %q after its end", id)
+	}
+	d.seenTurns[id] = true
+	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK}
+	d.open[id] = t
+	d.order = append(d.order, id)
+	return t, nil
+}
+
+// decodeRecord parses one line. Numbers must be finite: JSON has no NaN,
+// and t_ns must be an integer.
+func decodeRecord(line []byte, rec *Record) error {
+	if len(line) == 0 || line[0] != '{' {
+		return fmt.Errorf("not a JSON object; want one record per line")
+	}
+	if err := json.Unmarshal(line, rec); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return fmt.Errorf("field %q: got JSON %s, want %s", ute.Field, ute.Value, ute.Type)
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("not valid JSON: %w", err)
+		}
+		return err
+	}
+	if rec.TNs != nil && (*rec.TNs > math.MaxInt64/2) {
+		return fmt.Errorf("t_ns %d is out of range", *rec.TNs)
+	}
+	return nil
+}

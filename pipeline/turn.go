@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Status says how a turn's stream ended.
+type Status string
+
+// The statuses of a turn. StatusIncomplete marks a turn whose end was never
+// recorded (the trace was cut while it streamed).
+const (
+	StatusOK         Status = "ok"
+	StatusError      Status = "error"
+	StatusCancelled  Status = "cancelled"
+	StatusIncomplete Status = "incomplete"
+)
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusOK, StatusError, StatusCancelled, StatusIncomplete:
+		return true
+	}
+	return false
+}
+
+// Chunk is one streamed delta of a turn: what arrived, and when.
+type Chunk struct {
+	// At is the arrival time since the turn's request was sent.
+	At time.Duration
+	// Text is the content the chunk carries; see Textless.
+	Text string
+	// Tokens is how many tokens the chunk carries (at least 1).
+	Tokens int
+	// Textless marks a chunk whose text was not recorded (benchmark files
+	// often keep only timings): it is spoken at the voice's token duration.
+	Textless bool
+	// Reasoning marks a chunk that is thought, not said.
+	Reasoning bool
+}
+
+// TokenCount returns Tokens, or 1 when it is not set.
+func (c Chunk) TokenCount() int {
+	if c.Tokens > 0 {
+		return c.Tokens
+	}
+	return 1
+}
+
+// Turn is one LLM response as it streamed.
+type Turn struct {
+	// ID names the turn within its trace.
+	ID string
+	// Session groups the turns of one conversation (optional).
+	Session string
+	// Start is the wall-clock time the request was sent (zero if unknown).
+	Start time.Time
+	// Chunks are the deltas in arrival order.
+	Chunks []Chunk
+	// Status says how the stream ended; Error carries the error text.
+	Status Status
+	Error  string
+	// OutputTokens is the output token count the server reported (usage);
+	// zero means it is the sum of the chunks' tokens.
+	OutputTokens int
+}
+
+// ErrTurn reports a turn whose timings cannot be real.
+var ErrTurn = errors.New("invalid turn")
+
+// Validate checks that chunk times are finite, not negative and in order.
+func (t *Turn) Validate() error {
+	var prev time.Duration
+	for i, c := range t.Chunks {
+		switch {
+		case c.At < 0:
+			return fmt.Errorf("%w %q: chunk %d arrives at %v, before the request was sent", ErrTurn, t.ID, i, c.At)
+		case c.At < prev:
+			return fmt.Errorf("%w %q: chunk %d arrives at %v, before chunk %d at %v", ErrTurn, t.ID, i, c.At, i-1, prev)
+		case c.Tokens < 0:
+			return fmt.Errorf("%w %q: chunk %d has %d tokens", ErrTurn, t.ID, i, c.Tokens)
+		}
+		prev = c.At
+	}
+	return nil
+}
+
+// Tokens returns the turn's output token count: the reported count when
+// there is one, else the sum over chunks.
+func (t *Turn) Tokens() int {
+	if t.OutputTokens > 0 {
+		return t.OutputTokens
+	}
+	n := 0
+	for _, c := range t.Chunks {
+		n += c.TokenCount()
+	}
+	return n
+}
+
+// Text returns the spoken text of the turn (reasoning left out).
+func (t *Turn) Text() string {
+	n := 0
+	for _, c := range t.Chunks {
+		if !c.Reasoning {
+			n += len(c.Text)
+		}
+	}
+	b := make([]byte, 0, n)
+	for _, c := range t.Chunks {
+		if !c.Reasoning {
+			b = append(b, c.Text...)
+		}
+	}
+	return string(b)
+}
+
+// Timing holds the latency metrics of one turn, as DESIGN.md defines them.
+type Timing struct {
+	// TTFT is the arrival of the first chunk (reasoning included, as the
+	// benchmark tools count it).
+	TTFT time.Duration
+	// TTFST is the arrival of the first spoken chunk; HasSpeech is false
+	// when the turn never produced spoken text.
+	TTFST     time.Duration
+	HasSpeech bool
+	// E2E is the arrival of the last chunk.
+	E2E time.Duration
+	// TPOT is (E2E - TTFT) / (tokens - 1); HasTPOT is false below 2 tokens.
+	TPOT    time.Duration
+	HasTPOT bool
+	// Tokens is the output token count used for TPOT.
+	Tokens int
+}
+
+// Timing computes the turn's latency metrics. ok is false for a turn with
+// no chunks.
+func (t *Turn) Timing() (tm Timing, ok bool) {
+	if len(t.Chunks) == 0 {
+		return tm, false
+	}
+	tm.TTFT = t.Chunks[0].At
+	tm.E2E = t.Chunks[len(t.Chunks)-1].At
+	for _, c := range t.Chunks {
+		if !c.Reasoning {
+			tm.TTFST, tm.HasSpeech = c.At, true
+			break
+		}
+	}
+	tm.Tokens = t.Tokens()
+	if tm.Tokens >= 2 {
+		tm.TPOT = time.Duration(math.Round(float64(tm.E2E-tm.TTFT) / float64(tm.Tokens-1)))
+		tm.HasTPOT = true
+	}
+	return tm, true
+}
+
+// TPOTSeconds returns the exact TPOT in seconds, without the rounding to a
+// nanosecond that Timing.TPOT carries.
+func (t *Turn) TPOTSeconds() (float64, bool) {
+	n := t.Tokens()
+	if len(t.Chunks) == 0 || n < 2 {
+		return 0, false
+	}
+	return (t.Chunks[len(t.Chunks)-1].At - t.Chunks[0].At).Seconds() / float64(n-1), true
+}

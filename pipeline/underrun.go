@@ -1,0 +1,108 @@
+package pipeline
+
+import "time"
+
+// Class grades an underrun by its length.
+type Class string
+
+// The classes of underrun. An interruption is at least Config.Interruption
+// long (150 ms by default, the length at which libwebrtc counts a
+// concealment event and listeners notice a pause inside an utterance).
+const (
+	Glitch       Class = "glitch"
+	Interruption Class = "interruption"
+)
+
+// Cause says why the chunk after a gap came late.
+type Cause string
+
+// The causes of an underrun.
+const (
+	// CauseStall: an inter-token latency far above the turn's usual one
+	// (StallFactor times the mean of the others) held the text back.
+	CauseStall Cause = "stall"
+	// CausePace: tokens came at their usual pace, but that pace carries
+	// less speech per second than the voice speaks: a slow stream.
+	CausePace Cause = "pace"
+	// CauseStartup: tokens came at their usual pace, fast enough on
+	// average, but the player started on a buffer too thin to bridge it;
+	// a pre-roll would have hidden the gap.
+	CauseStartup Cause = "startup"
+	// CauseHeld: the text had arrived in time but the chunking policy held
+	// it back (waiting for a sentence end, a character count or a timer).
+	CauseHeld Cause = "held"
+	// CauseSynthesizer: the text was released in time but the synthesizer
+	// was still busy with earlier chunks, or produces audio slower than
+	// real time (RTF > 1) and starved the player inside a chunk.
+	CauseSynthesizer Cause = "synthesizer"
+)
+
+// Position says where in the text a gap fell.
+type Position string
+
+// The positions of a gap in the text.
+const (
+	AtSentenceBoundary Position = "sentence_boundary"
+	AtClauseBoundary   Position = "clause_boundary"
+	MidSentence        Position = "mid_sentence"
+	MidWord            Position = "mid_word"
+	MidChunk           Position = "mid_chunk"
+	PositionUnknown    Position = "unknown"
+)
+
+// Underrun is one interval in which the player had nothing to play while
+// the turn's speech was not finished. Times count from the turn's request.
+type Underrun struct {
+	// Turn is the ID of the turn.
+	Turn string `json:"turn"`
+	// Start is when the player ran dry; Duration how long it stayed dry.
+	Start    time.Duration `json:"-"`
+	Duration time.Duration `json:"-"`
+	// StartSample and Samples are Start and Duration at the engine's
+	// sample rate.
+	StartSample int64 `json:"start_sample"`
+	Samples     int64 `json:"samples"`
+	// Class grades the length; Cause and Position explain it.
+	Class    Class    `json:"class"`
+	Cause    Cause    `json:"cause"`
+	Position Position `json:"position"`
+	// Token is the index of the streamed chunk that came late (for a
+	// stall, the one after the long inter-token latency).
+	Token int `json:"token"`
+	// ITL is the inter-token latency before that chunk.
+	ITL time.Duration `json:"-"`
+	// Tolerance is the longest that ITL could have been with no gap at this
+	// point: ITL minus the gap, for causes that come from the stream.
+	Tolerance time.Duration `json:"-"`
+	// Chunk is the index of the speech chunk that came late.
+	Chunk int `json:"chunk"`
+}
+
+// Unbounded is a stall tolerance with no limit: no later audio depends on
+// the tokens that would be delayed, or delaying them only delays the start.
+const Unbounded = time.Duration(1<<63 - 1)
+
+// SpeechChunk is one piece of text the chunking policy handed to the
+// synthesizer, with its life through synthesizer and player.
+type SpeechChunk struct {
+	// From and To are byte offsets in the turn's spoken text (each token
+	// without text counts as tts.TextlessToken).
+	From, To int
+	// First and Last are the indices of the first and last streamed chunk
+	// whose text it holds.
+	First, Last int
+	// Trigger is the streamed chunk whose arrival released it (for a
+	// timer release, the one that started the timer).
+	Trigger int
+	// Timer is true when the policy's timer released it.
+	Timer bool
+	// Audio is its length of speech.
+	Audio time.Duration
+	// Release is when the policy handed it over; Start when synthesis
+	// began; Ready when its first audio was ready; Done when synthesis
+	// ended.
+	Release, Start, Ready, Done time.Duration
+	// PlayStart and PlayEnd are when the player played it (gaps inside
+	// the chunk included).
+	PlayStart, PlayEnd time.Duration
+}

@@ -1,0 +1,247 @@
+package tts
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// TextlessToken is the text a chunker sees for a token that carries no
+// text (benchmark files often keep only timings): one word of four
+// characters with a leading space, as a BPE token usually looks.
+const TextlessToken = " tok"
+
+// Chunker decides when the text buffered for a turn is handed to the
+// synthesizer. Offsets count bytes of the turn's text from its start, with
+// TextlessToken standing in for each token without text.
+//
+// Append and Expire return the offset up to which text is released so far;
+// it never decreases and never exceeds the text appended. Deadline reports
+// when the chunker would release buffered text on its own if nothing else
+// arrives; the caller calls Expire at that time. Flush releases everything
+// at the end of the turn. A Chunker serves one turn at a time; Reset makes
+// it ready for the next.
+type Chunker interface {
+	Append(at time.Duration, text string) int
+	Deadline() (at time.Duration, ok bool)
+	Expire(at time.Duration) int
+	Flush() int
+	Reset()
+}
+
+// Policy makes chunkers for one chunking rule.
+type Policy interface {
+	// Name is the policy as written on the command line.
+	Name() string
+	// NewChunker returns a chunker at the start of a turn.
+	NewChunker() Chunker
+}
+
+// PolicyFunc adapts a function to Policy.
+type PolicyFunc struct {
+	Label string
+	New   func() Chunker
+}
+
+// Name returns the label.
+func (p PolicyFunc) Name() string { return p.Label }
+
+// NewChunker calls New.
+func (p PolicyFunc) NewChunker() Chunker { return p.New() }
+
+// Defaults of the policies that have parameters.
+const (
+	DefaultLiveKitMinSentence = 20
+	DefaultTimerDelay         = 3 * time.Second
+)
+
+// DefaultElevenLabsSchedule is ElevenLabs' default chunk length schedule in
+// characters: the first chunk at 120 buffered characters, then 160, 250,
+// and 290 for every chunk after.
+var DefaultElevenLabsSchedule = []int{120, 160, 250, 290}
+
+// ErrPolicy reports a chunking policy that cannot be parsed.
+var ErrPolicy = errors.New("unknown chunking policy")
+
+// PolicyNames lists the policies ParsePolicy accepts, for help texts.
+const PolicyNames = "token, word, sentence, livekit, elevenlabs, timer:<max delay> (e.g. timer:500ms)"
+
+// ParsePolicy parses a policy as written on the command line.
+func ParsePolicy(s string) (Policy, error) {
+	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
+	switch strings.ToLower(name) {
+	case "token":
+		return PolicyFunc{"token", func() Chunker { return &tokenChunker{} }}, nil
+	case "word":
+		return PolicyFunc{"word", func() Chunker { return &wordChunker{} }}, nil
+	case "sentence":
+		return PolicyFunc{"sentence", func() Chunker { return &sentenceChunker{} }}, nil
+	case "livekit":
+		return PolicyFunc{"livekit", func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
+	case "elevenlabs":
+		return PolicyFunc{"elevenlabs", func() Chunker { return &scheduleChunker{schedule: DefaultElevenLabsSchedule} }}, nil
+	case "timer":
+		d := DefaultTimerDelay
+		if hasArg {
+			var err error
+			if d, err = time.ParseDuration(arg); err != nil || d <= 0 {
+				return nil, fmt.Errorf("%w %q: timer takes a positive maximum buffer delay such as timer:500ms", ErrPolicy, s)
+			}
+		}
+		return PolicyFunc{"timer:" + d.String(), func() Chunker { return &timerChunker{max: d} }}, nil
+	}
+	return nil, fmt.Errorf("%w %q: want one of %s", ErrPolicy, s, PolicyNames)
+}
+
+// tokenChunker releases every token as it arrives.
+type tokenChunker struct{ n int }
+
+func (c *tokenChunker) Append(_ time.Duration, text string) int { c.n += len(text); return c.n }
+func (c *tokenChunker) Deadline() (time.Duration, bool)         { return 0, false }
+func (c *tokenChunker) Expire(time.Duration) int                { return c.n }
+func (c *tokenChunker) Flush() int                              { return c.n }
+func (c *tokenChunker) Reset()                                  { c.n = 0 }
+
+// wordChunker releases text up to the white space that ends each word.
+type wordChunker struct {
+	n, released int
+	inWord      bool
+}
+
+func (c *wordChunker) Append(_ time.Duration, text string) int {
+	for i, r := range text {
+		space := unicode.IsSpace(r)
+		if space && c.inWord {
+			c.released = c.n + i + utf8.RuneLen(r)
+		}
+		c.inWord = !space
+	}
+	c.n += len(text)
+	return c.released
+}
+func (c *wordChunker) Deadline() (time.Duration, bool) { return 0, false }
+func (c *wordChunker) Expire(time.Duration) int        { return c.released }
+func (c *wordChunker) Flush() int                      { c.released = c.n; return c.n }
+func (c *wordChunker) Reset()                          { *c = wordChunker{} }
+
+// sentenceChunker releases a sentence when its final punctuation (with any
+// closing quotes or brackets) is followed by white space and then the next
+// non-space character, as Pipecat's default aggregator does. With minLen it
+// also merges sentences shorter than minLen characters into the next one
+// and holds the last sentence back until more text arrives, as LiveKit's
+// sentence tokenizer does.
+type sentenceChunker struct {
+	minLen       int
+	n, released  int
+	start        int // offset of the first unreleased non-space byte, -1 if none
+	state        int // 0 in sentence, 1 after final punctuation, 2 in white space after it
+	pendingEnd   int // offset where the candidate sentence ends
+	sentenceRune int // characters since the last release
+}
+
+func (c *sentenceChunker) Append(_ time.Duration, text string) int {
+	for i, r := range text {
+		off := c.n + i
+		switch {
+		case unicode.IsSpace(r):
+			if c.state == 1 {
+				c.state = 2
+			}
+			if c.state == 2 {
+				c.pendingEnd = off + utf8.RuneLen(r)
+			}
+		case IsSentenceEnd(r):
+			c.state = 1
+		case c.state == 1 && isCloser(r):
+			// still the end of the sentence
+		default:
+			if c.state == 2 && c.sentenceRune >= c.minLen {
+				c.released = c.pendingEnd
+				c.sentenceRune = 0
+			}
+			c.state = 0
+		}
+		if !unicode.IsSpace(r) || c.sentenceRune > 0 {
+			c.sentenceRune++
+		}
+	}
+	c.n += len(text)
+	return c.released
+}
+
+func isCloser(r rune) bool {
+	switch r {
+	case '"', '\'', ')', ']', '}', '”', '’', '»', '」', '』':
+		return true
+	}
+	return false
+}
+
+func (c *sentenceChunker) Deadline() (time.Duration, bool) { return 0, false }
+func (c *sentenceChunker) Expire(time.Duration) int        { return c.released }
+func (c *sentenceChunker) Flush() int                      { c.released = c.n; return c.n }
+func (c *sentenceChunker) Reset()                          { *c = sentenceChunker{minLen: c.minLen} }
+
+// scheduleChunker releases everything buffered once the buffer holds the
+// next number of characters in its schedule, the last number repeating,
+// as ElevenLabs' chunk_length_schedule does.
+type scheduleChunker struct {
+	schedule    []int
+	k           int // releases so far
+	n, released int
+	buffered    int // characters since the last release
+}
+
+func (c *scheduleChunker) Append(_ time.Duration, text string) int {
+	c.n += len(text)
+	c.buffered += utf8.RuneCountInString(text)
+	if c.buffered >= c.schedule[min(c.k, len(c.schedule)-1)] {
+		c.released, c.buffered = c.n, 0
+		c.k++
+	}
+	return c.released
+}
+func (c *scheduleChunker) Deadline() (time.Duration, bool) { return 0, false }
+func (c *scheduleChunker) Expire(time.Duration) int        { return c.released }
+func (c *scheduleChunker) Flush() int                      { c.released, c.buffered = c.n, 0; return c.n }
+func (c *scheduleChunker) Reset()                          { *c = scheduleChunker{schedule: c.schedule} }
+
+// timerChunker releases text up to the last punctuation mark as soon as it
+// arrives, and anything else once it has waited max, as Cartesia's
+// max_buffer_delay does.
+type timerChunker struct {
+	max         time.Duration
+	n, released int
+	since       time.Duration // arrival of the oldest unreleased text
+	waiting     bool
+}
+
+func (c *timerChunker) Append(at time.Duration, text string) int {
+	if at >= c.since+c.max && c.waiting {
+		c.released = c.n // the timer would have fired before this arrival
+		c.waiting = false
+	}
+	for i, r := range text {
+		if IsSentenceEnd(r) || isClauseEnd(r) {
+			c.released = c.n + i + utf8.RuneLen(r)
+		}
+	}
+	c.n += len(text)
+	if c.released < c.n && !c.waiting {
+		c.since, c.waiting = at, true
+	} else if c.released == c.n {
+		c.waiting = false
+	}
+	return c.released
+}
+
+func (c *timerChunker) Deadline() (time.Duration, bool) { return c.since + c.max, c.waiting }
+func (c *timerChunker) Expire(time.Duration) int {
+	c.released, c.waiting = c.n, false
+	return c.released
+}
+func (c *timerChunker) Flush() int { c.released, c.waiting = c.n, false; return c.n }
+func (c *timerChunker) Reset()     { *c = timerChunker{max: c.max} }

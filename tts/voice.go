@@ -1,0 +1,177 @@
+package tts
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults of the voice model. The rate is an articulation rate: pauses at
+// punctuation come on top of it.
+const (
+	DefaultWPM           = 160.0
+	DefaultWordOnset     = 0.35
+	DefaultCommaPause    = 150 * time.Millisecond
+	DefaultSentencePause = 350 * time.Millisecond
+	// TokensPerWord is the usual number of LLM tokens per English word; it
+	// sets how long a token without text is spoken.
+	TokensPerWord = 1.33
+	// averageWordLetters is the mean length of an English word in letters.
+	averageWordLetters = 4.7
+)
+
+// ErrVoice reports a voice whose parameters cannot describe speech.
+var ErrVoice = errors.New("invalid voice")
+
+// Voice turns text into seconds of audio. Each word costs a fixed onset plus
+// a share per letter, so long words take longer than short ones; commas,
+// semicolons and colons add CommaPause, sentence-final punctuation adds
+// SentencePause. The model is additive: the audio of a text equals the sum
+// of the audio of its pieces, however the text is chunked.
+type Voice struct {
+	// Name labels the voice in reports ("model" for the built-in estimate,
+	// or the engine a profile was calibrated against).
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// WPM is the articulation rate in words per minute, pauses excluded.
+	WPM float64 `json:"wpm" yaml:"wpm"`
+	// WordOnset is the fraction of an average word's time that every word
+	// costs regardless of its length (0..1).
+	WordOnset float64 `json:"word_onset" yaml:"word_onset"`
+	// CommaPause is the pause after , ; : and dashes.
+	CommaPause time.Duration `json:"comma_pause_ns" yaml:"comma_pause"`
+	// SentencePause is the pause after . ! ? and their CJK forms.
+	SentencePause time.Duration `json:"sentence_pause_ns" yaml:"sentence_pause"`
+	// TokenAudio is how long one token without text is spoken; zero means
+	// the duration of an average word divided by TokensPerWord.
+	TokenAudio time.Duration `json:"token_audio_ns,omitempty" yaml:"token_audio,omitempty"`
+}
+
+// DefaultVoice returns the built-in voice model: 160 words per minute.
+func DefaultVoice() Voice {
+	return Voice{
+		Name:          "model",
+		WPM:           DefaultWPM,
+		WordOnset:     DefaultWordOnset,
+		CommaPause:    DefaultCommaPause,
+		SentencePause: DefaultSentencePause,
+	}
+}
+
+// Validate reports the first parameter that is out of range.
+func (v Voice) Validate() error {
+	switch {
+	case !(v.WPM > 0) || math.IsInf(v.WPM, 0):
+		return fmt.Errorf("%w: wpm must be a positive number, got %v", ErrVoice, v.WPM)
+	case !(v.WordOnset >= 0 && v.WordOnset <= 1):
+		return fmt.Errorf("%w: word_onset must be between 0 and 1, got %v", ErrVoice, v.WordOnset)
+	case v.CommaPause < 0:
+		return fmt.Errorf("%w: comma pause must not be negative, got %v", ErrVoice, v.CommaPause)
+	case v.SentencePause < 0:
+		return fmt.Errorf("%w: sentence pause must not be negative, got %v", ErrVoice, v.SentencePause)
+	case v.TokenAudio < 0:
+		return fmt.Errorf("%w: token audio must not be negative, got %v", ErrVoice, v.TokenAudio)
+	}
+	return nil
+}
+
+// WordTime is the time an average word takes, pauses excluded.
+func (v Voice) WordTime() time.Duration {
+	return time.Duration(float64(time.Minute) / v.WPM)
+}
+
+// TokenTime is how long one token without text is spoken.
+func (v Voice) TokenTime() time.Duration {
+	if v.TokenAudio > 0 {
+		return v.TokenAudio
+	}
+	return time.Duration(float64(v.WordTime()) / TokensPerWord)
+}
+
+// Meter measures the audio of text that arrives piece by piece. It
+// remembers whether the last piece ended inside a word, so a word split
+// over two tokens pays its onset once. The zero Meter is not usable; get one
+// from Voice.Meter.
+type Meter struct {
+	onset, letter   time.Duration
+	comma, sentence time.Duration
+	inWord          bool
+}
+
+// Meter returns a Meter for the voice at the start of a turn.
+func (v Voice) Meter() Meter {
+	word := float64(v.WordTime())
+	return Meter{
+		onset:    time.Duration(word * v.WordOnset),
+		letter:   time.Duration(word * (1 - v.WordOnset) / averageWordLetters),
+		comma:    v.CommaPause,
+		sentence: v.SentencePause,
+	}
+}
+
+// Add returns the audio of text spoken after everything added before.
+func (m *Meter) Add(text string) time.Duration {
+	var d time.Duration
+	for i := 0; i < len(text); {
+		r := rune(text[i])
+		size := 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(text[i:])
+		}
+		i += size
+		d += m.rune(r)
+	}
+	return d
+}
+
+// Duration returns the audio of a whole text spoken on its own.
+func (v Voice) Duration(text string) time.Duration {
+	m := v.Meter()
+	return m.Add(text)
+}
+
+func (m *Meter) rune(r rune) time.Duration {
+	if isWordRune(r) {
+		d := m.letter
+		if !m.inWord {
+			d += m.onset
+		}
+		m.inWord = true
+		return d
+	}
+	m.inWord = r == '\'' || r == '’' // don't, it's: one word
+	switch {
+	case IsSentenceEnd(r):
+		return m.sentence
+	case isClauseEnd(r):
+		return m.comma
+	}
+	return 0
+}
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// IsSentenceEnd reports whether r ends a sentence: . ! ? and their CJK and
+// full-width forms, and the ellipsis.
+func IsSentenceEnd(r rune) bool {
+	switch r {
+	case '.', '!', '?', '。', '！', '？', '…':
+		return true
+	}
+	return false
+}
+
+func isClauseEnd(r rune) bool {
+	switch r {
+	case ',', ';', ':', '—', '–', '，', '；', '：', '、':
+		return true
+	}
+	return false
+}
