@@ -39,6 +39,11 @@ type Config struct {
 	// StallFactor is how many times the turn's mean inter-token latency an
 	// ITL must exceed to be called a stall.
 	StallFactor float64
+	// TokenAudio, when positive, speaks every token for exactly this long,
+	// text or not, instead of the voice model: with token chunking, no
+	// synthesizer latency and RTF 0 the player then plays each token for
+	// TokenAudio the moment it arrives.
+	TokenAudio time.Duration
 }
 
 // DefaultConfig returns a word-streaming synthesizer with 100 ms to first
@@ -76,6 +81,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: interruption threshold must be positive, got %v", ErrConfig, c.Interruption)
 	case c.SampleRate <= 0:
 		return fmt.Errorf("%w: sample rate must be positive, got %d", ErrConfig, c.SampleRate)
+	case c.TokenAudio < 0:
+		return fmt.Errorf("%w: token audio must not be negative, got %v", ErrConfig, c.TokenAudio)
 	case !(c.StallFactor >= 1):
 		return fmt.Errorf("%w: stall factor must be at least 1, got %v", ErrConfig, c.StallFactor)
 	}
@@ -106,7 +113,8 @@ type Playout struct {
 	text   []byte
 	kind   []uint8 // per streamed chunk: kindText, kindTextless, kindReasoning
 
-	hasText           bool
+	hasText           bool // some chunk carried text: positions can be told
+	metered           bool // some chunk's audio came from the meter: meters is kept
 	released          int
 	releasedAudio     time.Duration
 	cursor            int
@@ -137,6 +145,7 @@ const (
 	kindText uint8 = iota
 	kindTextless
 	kindReasoning
+	kindFixed // text spoken at Config.TokenAudio per token
 )
 
 // NewPlayout returns a Playout for cfg, ready for a turn named id.
@@ -146,6 +155,9 @@ func NewPlayout(cfg Config, id string) (*Playout, error) {
 	}
 	p := &Playout{cfg: cfg, chunker: cfg.Policy.NewChunker()}
 	p.tokenTime = cfg.Voice.TokenTime()
+	if cfg.TokenAudio > 0 {
+		p.tokenTime = cfg.TokenAudio
+	}
 	p.frame = cfg.Synth.FrameSize()
 	p.Reset(id)
 	return p, nil
@@ -158,7 +170,7 @@ func (p *Playout) Reset(id string) {
 	p.turn = id
 	p.at, p.end, p.audio, p.meters = p.at[:0], p.end[:0], p.audio[:0], p.meters[:0]
 	p.text, p.kind = p.text[:0], p.kind[:0]
-	p.hasText = false
+	p.hasText, p.metered = false, false
 	p.released, p.releasedAudio, p.cursor = 0, 0, 0
 	p.synthDone = 0
 	p.timerOrigin, p.timerArmed = 0, false
@@ -253,7 +265,7 @@ func (p *Playout) Push(c Chunk) error {
 		p.kind = append(p.kind, kindReasoning)
 		p.end = append(p.end, len(p.text))
 		p.audio = append(p.audio, p.releasedAudio+p.unreleasedAudio())
-		if p.hasText {
+		if p.metered {
 			p.meters = append(p.meters, p.meter)
 		}
 		return nil
@@ -261,13 +273,20 @@ func (p *Playout) Push(c Chunk) error {
 	p.spokenRecords++
 	var text string
 	var a time.Duration
-	if c.Textless {
+	switch {
+	case c.Textless:
 		text = tts.TextlessToken
 		a = time.Duration(c.TokenCount()) * p.tokenTime
 		p.kind = append(p.kind, kindTextless)
-	} else {
-		if !p.hasText {
-			p.hasText = true
+	case p.cfg.TokenAudio > 0:
+		p.hasText = true
+		text = c.Text
+		a = time.Duration(c.TokenCount()) * p.cfg.TokenAudio
+		p.kind = append(p.kind, kindFixed)
+	default:
+		p.hasText = true
+		if !p.metered {
+			p.metered = true
 			for range k {
 				p.meters = append(p.meters, p.meter)
 			}
@@ -277,7 +296,7 @@ func (p *Playout) Push(c Chunk) error {
 		a = p.meter.Add(text)
 		p.kind = append(p.kind, kindText)
 	}
-	if p.hasText && c.Textless {
+	if p.metered && p.kind[k] != kindText {
 		p.meters = append(p.meters, p.meter)
 	}
 	prev := time.Duration(0)
@@ -348,6 +367,9 @@ func (p *Playout) audioAt(off int) time.Duration {
 		from, before = p.end[r-1], p.audio[r-1]
 	}
 	prefix := off - from
+	if p.kind[r] == kindFixed {
+		return before + (p.audio[r]-before)*time.Duration(prefix)/time.Duration(p.end[r]-from)
+	}
 	if p.kind[r] == kindTextless {
 		width := p.end[r] - from
 		full := p.audio[r] - before

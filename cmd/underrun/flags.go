@@ -27,7 +27,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	d := pipeline.DefaultConfig()
 	fs.StringVar(&f.chunking, "chunking", pipeline.DefaultPolicy, "chunking policy: "+tts.PolicyNames)
 	fs.Float64Var(&f.wpm, "wpm", d.Voice.WPM, "speaking rate in words per minute (pauses at punctuation come on top)")
-	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "audio per token for tokens without text (default: one word's time / 1.33)")
+	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "speak every token, text or not, for exactly this long (default: text by the voice model, text-less tokens at one word's time / 1.33)")
 	fs.DurationVar(&f.ttsLatency, "tts-latency", d.Synth.TTFA, "synthesizer time to first audio of each chunk")
 	fs.Float64Var(&f.rtf, "rtf", d.Synth.RTF, "synthesizer real-time factor (0 instant, >1 slower than real time)")
 	fs.DurationVar(&f.preroll, "preroll", 0, "audio the player buffers before it starts (0: start at first audio)")
@@ -45,6 +45,7 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 	cfg.Policy = p
 	cfg.Voice.WPM = f.wpm
 	cfg.Voice.TokenAudio = f.tokenAudio
+	cfg.TokenAudio = f.tokenAudio
 	cfg.Synth.TTFA = f.ttsLatency
 	cfg.Synth.RTF = f.rtf
 	cfg.Preroll = f.preroll
