@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -128,6 +129,8 @@ type Playout struct {
 	scheduled         int // chunks handed to the player
 	readyAudio        time.Duration
 	spokenRecords     int
+	scratch           []time.Duration
+	gapKinds          []uint8 // per underrun: how its chunk's text stood
 
 	// Chunks are the speech chunks released so far.
 	Chunks []SpeechChunk
@@ -178,6 +181,7 @@ func (p *Playout) Reset(id string) {
 	p.startAt, p.playhead, p.startChunk, p.scheduled, p.readyAudio = 0, 0, 0, 0, 0
 	p.spokenRecords = 0
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
+	p.gapKinds = p.gapKinds[:0]
 	p.MinPreroll = 0
 }
 
@@ -346,6 +350,9 @@ func (p *Playout) End() {
 		p.start(c.Ready+p.lastFrameOffset(c), len(p.Chunks)-1)
 	}
 	p.ended = true
+	for i := range p.Underruns {
+		p.classify(len(p.at), i)
+	}
 	p.tolerance()
 	p.minPreroll()
 }
@@ -515,6 +522,7 @@ func (p *Playout) intraGap(chunk int, at, d time.Duration) {
 	u.Cause, u.Position = CauseSynthesizer, MidChunk
 	u.Token = p.Chunks[chunk].First
 	p.Underruns = append(p.Underruns, u)
+	p.gapKinds = append(p.gapKinds, gapSynth)
 }
 
 func (p *Playout) itl(k int) time.Duration {
@@ -524,48 +532,133 @@ func (p *Playout) itl(k int) time.Duration {
 	return p.at[k] - p.at[k-1]
 }
 
-// gap records the gap before chunk i and finds its cause.
+// How the text of a late chunk stood when the player ran dry; classify
+// turns it into a Cause.
+const (
+	gapSynth   uint8 = iota // released in time; the synthesizer was late
+	gapWaited               // all its text was in; the release waited for the trigger token
+	gapPartial              // some of its text was in; the policy held it for the rest
+	gapLate                 // none of its text was in
+)
+
+// gap records the gap before chunk i and finds its cause. A cause that
+// depends on the turn's usual pace is settled provisionally from the
+// chunks so far, and again at End from the whole turn.
 func (p *Playout) gap(i int, at, d time.Duration) {
 	u := p.newUnderrun(i, at, d)
 	c := &p.Chunks[i]
 	prev := &p.Chunks[i-1]
 	ttfa := p.cfg.Synth.TTFA
 	u.Position = p.position(prev.To)
+	first, last := p.spokenRange(c)
+	kind := gapLate
 	switch {
 	case c.Release+ttfa <= at:
-		u.Cause = CauseSynthesizer
+		kind = gapSynth
 		u.Token = c.First
-		u.ITL = p.itl(u.Token)
-	case max(p.at[c.Last], prev.Done)+ttfa <= at:
-		u.Cause = CauseHeld
+	case max(p.at[last], prev.Done)+ttfa <= at:
+		kind = gapWaited
 		u.Token = c.Trigger
-		u.ITL = p.itl(u.Token)
-		u.Tolerance = max(0, u.ITL-d)
 	default:
+		if max(p.at[first], prev.Done)+ttfa <= at {
+			kind = gapPartial
+		}
 		j := c.Last
 		for k := prev.Last + 1; k <= c.Last; k++ {
 			if p.itl(k) > p.itl(j) {
 				j = k
 			}
 		}
-		u.Token, u.ITL = j, p.itl(j)
+		u.Token = j
+	}
+	u.ITL = p.itl(u.Token)
+	if kind != gapSynth {
 		u.Tolerance = max(0, u.ITL-d)
-		typical := time.Duration(0)
-		if c.Last >= 2 {
-			typical = (p.at[c.Last] - p.at[0] - u.ITL) / time.Duration(c.Last-1)
-		}
-		perRecord := p.audio[c.Last] / time.Duration(max(1, p.spokenRecords))
-		switch {
-		case typical > 0 && float64(u.ITL) > p.cfg.StallFactor*float64(typical),
-			typical == 0 && u.ITL > perRecord:
-			u.Cause = CauseStall
-		case typical > perRecord:
-			u.Cause = CausePace
-		default:
-			u.Cause = CauseStartup
-		}
 	}
 	p.Underruns = append(p.Underruns, u)
+	p.gapKinds = append(p.gapKinds, kind)
+	p.classify(len(p.at), len(p.Underruns)-1)
+}
+
+// spokenRange returns the streamed chunks holding the first and last
+// non-space bytes of speech chunk c: white space that a policy releases
+// with a chunk belongs to the token after it.
+func (p *Playout) spokenRange(c *SpeechChunk) (first, last int) {
+	from, to := c.From, c.To
+	for to > from+1 && isSpaceByte(p.text[to-1]) {
+		to--
+	}
+	for from < to-1 && isSpaceByte(p.text[from]) {
+		from++
+	}
+	return p.recordAt(from), p.recordAt(to - 1)
+}
+
+func isSpaceByte(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
+
+// classify settles the cause of underrun i from the first n streamed
+// chunks. An ITL is a stall when it exceeds StallFactor times the median
+// ITL. A chunk whose text was in but whose release waited for a token, or
+// one the policy held while the rest of it streamed, is held unless that
+// token came after a stall. A chunk none of whose text was in is late for
+// a stall, else for the stream's pace when the median ITL is longer than
+// the audio a streamed chunk carries on average, else for start-up.
+func (p *Playout) classify(n, i int) {
+	u := &p.Underruns[i]
+	kind := p.gapKinds[i]
+	if kind == gapSynth {
+		u.Cause = CauseSynthesizer
+		return
+	}
+	if p.Chunks[u.Chunk].Timer && kind == gapWaited {
+		u.Cause = CauseHeld
+		return
+	}
+	median := p.medianITL(n, u.Token)
+	var stall bool
+	if median > 0 {
+		stall = float64(u.ITL) > p.cfg.StallFactor*float64(median)
+	} else {
+		stall = u.ITL > p.perRecordAudio(n)
+	}
+	switch {
+	case stall:
+		u.Cause = CauseStall
+	case kind != gapLate:
+		u.Cause = CauseHeld
+	case median > p.perRecordAudio(n):
+		u.Cause = CausePace
+	default:
+		u.Cause = CauseStartup
+	}
+}
+
+// perRecordAudio is the mean audio of a spoken streamed chunk so far.
+func (p *Playout) perRecordAudio(n int) time.Duration {
+	if n == 0 || p.spokenRecords == 0 {
+		return 0
+	}
+	return p.audio[n-1] / time.Duration(p.spokenRecords)
+}
+
+// medianITL returns the median ITL of the first n streamed chunks, leaving
+// out the ITL before chunk skip; 0 when there is none.
+func (p *Playout) medianITL(n, skip int) time.Duration {
+	p.scratch = p.scratch[:0]
+	for k := 1; k < n; k++ {
+		if k != skip {
+			p.scratch = append(p.scratch, p.at[k]-p.at[k-1])
+		}
+	}
+	if len(p.scratch) == 0 {
+		return 0
+	}
+	slices.Sort(p.scratch)
+	m := len(p.scratch)
+	if m%2 == 1 {
+		return p.scratch[m/2]
+	}
+	return (p.scratch[m/2-1] + p.scratch[m/2]) / 2
 }
 
 // position classifies the place in the text where audio stopped at off.
@@ -608,13 +701,19 @@ func (p *Playout) position(off int) Position {
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // tolerance computes, for every streamed chunk k, the largest delay d of
-// all chunks after k that adds no underrun. Delaying them delays the
-// release s_c of every speech chunk c released by a later chunk; with the
-// synthesizer's busy times X_c, chunk c stays gap-free when
-// max_{k in [c0,c]}(s_k + X_k + ... + X_{c-1}) + d + TTFA <= L_c, L_c being
-// its latest gap-free first-audio time. That gives, for each first
-// delayed chunk c0, d <= min_{k >= c0} (M_k - TTFA - s_k) with
-// M_k = min(L_k, M_{k+1} - X_k): two backward passes, O(n).
+// all chunks after k that adds no underrun time. Delaying them delays the
+// release s_c of every speech chunk c released by a later chunk. The
+// turn's silence is its last play end minus start and audio, and the last
+// play end is the maximum over c of (first audio of c + its play time +
+// the audio after it), so with the synthesizer's busy times X_c nothing is
+// added when, for every delayed c, max_{k in [c0,c]}(s_k + X_k + ... +
+// X_{c-1}) + d + TTFA <= L_c, L_c being the latest first-audio time that
+// keeps the last play end. With no gap after c that is DESIGN.md's
+// e_{c-1} - a_c. Per first delayed chunk c0 this gives d <= min_{k >= c0}
+// (M_k - TTFA - s_k) with M_k = min(L_k, M_{k+1} - X_k): one backward
+// pass, O(n). When the player has not started before c0 the start moves
+// with the delay: the answer is Unbounded if the synthesizer never waited,
+// and otherwise this bound, which is then conservative.
 func (p *Playout) tolerance() {
 	n := len(p.at)
 	C := len(p.Chunks)
@@ -636,6 +735,8 @@ func (p *Playout) tolerance() {
 	M := Unbounded
 	T := Unbounded
 	backlog := false
+	end := p.Chunks[C-1].PlayEnd
+	var tail time.Duration // audio of the chunks after c
 	// Walk chunks backward while walking streamed chunks backward, so
 	// each streamed chunk k gets T for c0(k) = first chunk with Trigger > k.
 	k := n - 1
@@ -661,8 +762,11 @@ func (p *Playout) tolerance() {
 		ch := &p.Chunks[c]
 		L := Unbounded
 		if c > p.startChunk {
-			L = p.Chunks[c-1].PlayEnd - p.allowance(ch)
+			// the latest first-audio time that keeps the turn's last
+			// audio, and so its total silence, where it is
+			L = end - tail - ch.Audio - p.allowance(ch)
 		}
+		tail += ch.Audio
 		X := ch.Done - ch.Start
 		if M != Unbounded {
 			M -= X
