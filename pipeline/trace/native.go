@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
@@ -171,6 +173,30 @@ func (w *Writer) WriteTurn(t *pipeline.Turn) error {
 	return w.EndTurn(t)
 }
 
+// fields is a record as the reader decodes it: Record without pointers.
+type fields struct {
+	typ, turn, session, text, status, errText, format, source string
+	hasText, hasT, hasTokens, reasoning                       bool
+	tNs, tokens, startUnixNs, outputTokens, version           int64
+}
+
+func (f *fields) fromRecord(r *Record) {
+	*f = fields{
+		typ: r.Type, turn: r.Turn, session: r.Session, status: r.Status, errText: r.Error,
+		format: r.Format, source: r.Source, reasoning: r.Reasoning,
+		startUnixNs: r.StartUnixNs, outputTokens: int64(r.OutputTokens), version: int64(r.Version),
+	}
+	if r.Text != nil {
+		f.text, f.hasText = *r.Text, true
+	}
+	if r.TNs != nil {
+		f.tNs, f.hasT = *r.TNs, true
+	}
+	if r.Tokens != nil {
+		f.tokens, f.hasTokens = int64(*r.Tokens), true
+	}
+}
+
 // NativeReader reads a native trace as a stream of turns. Turns may
 // interleave; a turn is returned when its end record arrives, and turns
 // still open at the end of the input are returned then, in the order they
@@ -178,14 +204,20 @@ func (w *Writer) WriteTurn(t *pipeline.Turn) error {
 // valid JSON) is tolerated and counted in Truncated; any other bad line is
 // an error naming the input and the line.
 type NativeReader struct {
-	name      string
-	r         *bufio.Reader
-	line      int
-	open      map[string]*pipeline.Turn
-	order     []string
-	done      bool
-	seenTurns map[string]bool
-	rec       Record
+	name          string
+	r             *bufio.Reader
+	line          int
+	open          map[string]*pipeline.Turn
+	order         []string
+	done          bool
+	seenTurns     map[string]bool
+	rec           fields
+	texts         map[string]string
+	sizeHint      int
+	parser        fastjson.Parser
+	lastTurn      string
+	records       int
+	emptyReported bool
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
 	// Bytes counts the input read so far.
@@ -255,6 +287,9 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 			continue
 		}
 		t, err := d.record(line)
+		if err == nil {
+			d.records++
+		}
 		if err != nil {
 			if last && errors.Is(err, errSyntax) {
 				d.Truncated = true
@@ -270,11 +305,10 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 			return t, nil
 		}
 	}
-	if d.line == 0 && !d.Truncated {
-		d.line = 1
-		if len(d.order) == 0 {
-			return nil, d.errorf("empty input; want a trace with at least one turn")
-		}
+	if d.records == 0 && !d.Truncated && !d.emptyReported {
+		d.emptyReported = true
+		d.line = max(d.line, 1)
+		return nil, d.errorf("empty input; want a trace with at least one turn")
 	}
 	for len(d.order) > 0 {
 		id := d.order[0]
@@ -282,6 +316,9 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 		if t, ok := d.open[id]; ok {
 			delete(d.open, id)
 			t.Status = pipeline.StatusIncomplete
+			if len(t.Chunks) == 0 {
+				t.Chunks = nil
+			}
 			return t, nil
 		}
 	}
@@ -292,81 +329,84 @@ var errSyntax = errors.New("not a JSON object")
 
 func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 	rec := &d.rec
-	*rec = Record{}
-	if err := decodeRecord(line, rec); err != nil {
+	if err := d.decodeRecord(line, rec); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("%w (%w)", d.errorf("%v", err), errSyntax)
 		}
 		return nil, d.errorf("%v", err)
 	}
-	switch rec.Type {
+	switch rec.typ {
 	case "header":
-		if rec.Format != "" && rec.Format != FormatName {
-			return nil, d.errorf("header names format %q; want %q", rec.Format, FormatName)
+		if rec.format != "" && rec.format != FormatName {
+			return nil, d.errorf("header names format %q; want %q", rec.format, FormatName)
 		}
-		if rec.Version > FormatVersion {
-			return nil, d.errorf("trace version %d is newer than this reader (version %d)", rec.Version, FormatVersion)
+		if rec.version > FormatVersion {
+			return nil, d.errorf("trace version %d is newer than this reader (version %d)", rec.version, FormatVersion)
 		}
 		return nil, nil
 	case "turn":
-		if rec.Turn == "" {
+		if rec.turn == "" {
 			return nil, d.errorf(`turn record without "turn" id`)
 		}
-		if d.seenTurns[rec.Turn] {
-			return nil, d.errorf("turn %q begins a second time", rec.Turn)
+		if d.seenTurns[rec.turn] {
+			return nil, d.errorf("turn %q begins a second time", rec.turn)
 		}
-		d.seenTurns[rec.Turn] = true
-		t := &pipeline.Turn{ID: rec.Turn, Session: rec.Session, Status: pipeline.StatusOK}
-		if rec.StartUnixNs != 0 {
-			t.Start = time.Unix(0, rec.StartUnixNs)
+		d.seenTurns[rec.turn] = true
+		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
+		if rec.startUnixNs != 0 {
+			t.Start = time.Unix(0, rec.startUnixNs)
 		}
-		d.open[rec.Turn] = t
-		d.order = append(d.order, rec.Turn)
+		d.open[rec.turn] = t
+		d.order = append(d.order, rec.turn)
 		return nil, nil
 	case "chunk":
-		t, err := d.turn(rec.Turn)
+		t, err := d.turn(rec.turn)
 		if err != nil {
 			return nil, err
 		}
-		if rec.TNs == nil {
-			return nil, d.errorf(`chunk of turn %q has no "t_ns"; want its arrival in nanoseconds since the request`, rec.Turn)
+		if !rec.hasT {
+			return nil, d.errorf(`chunk of turn %q has no "t_ns"; want its arrival in nanoseconds since the request`, rec.turn)
 		}
-		at := time.Duration(*rec.TNs)
+		at := time.Duration(rec.tNs)
 		if at < 0 {
-			return nil, d.errorf("chunk of turn %q has t_ns %d; want a time >= 0", rec.Turn, *rec.TNs)
+			return nil, d.errorf("chunk of turn %q has t_ns %d; want a time >= 0", rec.turn, rec.tNs)
 		}
 		if n := len(t.Chunks); n > 0 && at < t.Chunks[n-1].At {
-			return nil, d.errorf("chunk of turn %q has t_ns %d, before the previous chunk's %d; want arrival order", rec.Turn, *rec.TNs, int64(t.Chunks[n-1].At))
+			return nil, d.errorf("chunk of turn %q has t_ns %d, before the previous chunk's %d; want arrival order", rec.turn, rec.tNs, int64(t.Chunks[n-1].At))
 		}
-		c := pipeline.Chunk{At: at, Reasoning: rec.Reasoning, Tokens: 1}
-		if rec.Text != nil {
-			c.Text = *rec.Text
+		c := pipeline.Chunk{At: at, Reasoning: rec.reasoning, Tokens: 1}
+		if rec.hasText {
+			c.Text = rec.text
 		} else {
 			c.Textless = true
 		}
-		if rec.Tokens != nil {
-			if *rec.Tokens < 0 {
-				return nil, d.errorf("chunk of turn %q has tokens %d; want a count >= 0", rec.Turn, *rec.Tokens)
+		if rec.hasTokens {
+			if rec.tokens < 0 || rec.tokens > math.MaxInt32 {
+				return nil, d.errorf("chunk of turn %q has tokens %d; want a count >= 0", rec.turn, rec.tokens)
 			}
-			c.Tokens = *rec.Tokens
+			c.Tokens = int(rec.tokens)
 		}
 		t.Chunks = append(t.Chunks, c)
 		return nil, nil
 	case "end":
-		t, err := d.turn(rec.Turn)
+		t, err := d.turn(rec.turn)
 		if err != nil {
 			return nil, err
 		}
-		st := pipeline.Status(rec.Status)
+		st := pipeline.Status(rec.status)
 		if st == "" {
 			st = pipeline.StatusOK
 		}
 		if !st.Valid() {
-			return nil, d.errorf("end of turn %q has status %q; want ok, error or cancelled", rec.Turn, rec.Status)
+			return nil, d.errorf("end of turn %q has status %q; want ok, error or cancelled", rec.turn, rec.status)
 		}
-		t.Status, t.Error, t.OutputTokens = st, rec.Error, rec.OutputTokens
-		delete(d.open, rec.Turn)
+		t.Status, t.Error, t.OutputTokens = st, rec.errText, int(rec.outputTokens)
+		delete(d.open, rec.turn)
+		d.sizeHint = min(max(d.sizeHint, len(t.Chunks)), 4096)
+		if len(t.Chunks) == 0 {
+			t.Chunks = nil
+		}
 		return t, nil
 	case "":
 		return nil, d.errorf(`record without "type"; want header, turn, chunk or end`)
@@ -374,11 +414,19 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 	return nil, nil // unknown record types are ignored, as the format allows
 }
 
+// chunkSlice returns room for a turn's chunks, sized by the turns so far.
+func (d *NativeReader) chunkSlice() []pipeline.Chunk {
+	if d.sizeHint == 0 {
+		return nil
+	}
+	return make([]pipeline.Chunk, 0, d.sizeHint)
+}
+
 // turn finds an open turn; a chunk or end for a turn never begun opens it,
 // so traces written without turn records still read.
 func (d *NativeReader) turn(id string) (*pipeline.Turn, error) {
 	if id == "" {
-		return nil, d.errorf(`%s record without "turn" id`, d.rec.Type)
+		return nil, d.errorf(`%s record without "turn" id`, d.rec.typ)
 	}
 	if t, ok := d.open[id]; ok {
 		return t, nil
@@ -387,19 +435,27 @@ func (d *NativeReader) turn(id string) (*pipeline.Turn, error) {
 		return nil, d.errorf("record for turn %q after its end", id)
 	}
 	d.seenTurns[id] = true
-	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK}
+	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
 	d.open[id] = t
 	d.order = append(d.order, id)
 	return t, nil
 }
 
-// decodeRecord parses one line. Numbers must be finite: JSON has no NaN,
-// and t_ns must be an integer.
-func decodeRecord(line []byte, rec *Record) error {
+// decodeRecord parses one line into rec. The fast path reads the record
+// with fastjson's reusable parser; anything it does not take as a plain
+// record (a parse error, a field of an unexpected type) is decoded again
+// with encoding/json, whose errors name the field and what was expected.
+func (d *NativeReader) decodeRecord(line []byte, rec *fields) error {
 	if len(line) == 0 || line[0] != '{' {
 		return fmt.Errorf("not a JSON object; want one record per line")
 	}
-	if err := json.Unmarshal(line, rec); err != nil {
+	*rec = fields{}
+	if d.fastRecord(line, rec) {
+		return nil
+	}
+	var full Record
+	defer func() { rec.fromRecord(&full) }()
+	if err := json.Unmarshal(line, &full); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
 			return fmt.Errorf("field %q: got JSON %s, want %s", ute.Field, ute.Value, ute.Type)
@@ -410,8 +466,121 @@ func decodeRecord(line []byte, rec *Record) error {
 		}
 		return err
 	}
-	if rec.TNs != nil && (*rec.TNs > math.MaxInt64/2) {
-		return fmt.Errorf("t_ns %d is out of range", *rec.TNs)
-	}
 	return nil
+}
+
+// fastRecord fills rec from line and reports whether it could.
+func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
+	v, err := d.parser.ParseBytes(line)
+	if err != nil {
+		return false
+	}
+	o, err := v.Object()
+	if err != nil {
+		return false
+	}
+	ok := true
+	o.Visit(func(key []byte, v *fastjson.Value) {
+		if !ok {
+			return
+		}
+		switch string(key) {
+		case "type":
+			rec.typ, ok = d.str(v, rec.typ)
+		case "turn":
+			rec.turn, ok = d.str(v, d.lastTurn)
+			d.lastTurn = rec.turn
+		case "text":
+			rec.text, ok = d.intern(v)
+			rec.hasText = v.Type() != fastjson.TypeNull
+		case "t_ns":
+			rec.tNs, ok = int64Value(v)
+			rec.hasT = v.Type() != fastjson.TypeNull
+		case "tokens":
+			rec.tokens, ok = int64Value(v)
+			rec.hasTokens = v.Type() != fastjson.TypeNull
+		case "reasoning":
+			switch v.Type() {
+			case fastjson.TypeTrue:
+				rec.reasoning = true
+			case fastjson.TypeFalse, fastjson.TypeNull:
+			default:
+				ok = false
+			}
+		case "session":
+			rec.session, ok = d.str(v, "")
+		case "start_unix_ns":
+			rec.startUnixNs, ok = int64Value(v)
+		case "status":
+			rec.status, ok = d.str(v, "")
+		case "error":
+			rec.errText, ok = d.str(v, "")
+		case "output_tokens":
+			rec.outputTokens, ok = int64Value(v)
+		case "format":
+			rec.format, ok = d.str(v, "")
+		case "version":
+			rec.version, ok = int64Value(v)
+		case "source":
+			rec.source, ok = d.str(v, "")
+		}
+	})
+	return ok
+}
+
+// str returns a JSON string's value, reusing same when the bytes equal it
+// (turn IDs repeat on every line).
+func (d *NativeReader) str(v *fastjson.Value, same string) (string, bool) {
+	if v.Type() == fastjson.TypeNull {
+		return "", true
+	}
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", false
+	}
+	if string(b) == same {
+		return same, true
+	}
+	return string(b), true
+}
+
+// maxInterned bounds the table of chunk texts shared between chunks.
+const maxInterned = 1 << 16
+
+// intern returns a JSON string's value, sharing one copy of texts that
+// repeat (a trace's token texts come from a vocabulary).
+func (d *NativeReader) intern(v *fastjson.Value) (string, bool) {
+	if v.Type() == fastjson.TypeNull {
+		return "", true
+	}
+	b, err := v.StringBytes()
+	if err != nil {
+		return "", false
+	}
+	if s, ok := d.texts[string(b)]; ok {
+		return s, true
+	}
+	s := string(b)
+	if len(d.texts) < maxInterned && len(s) <= 32 {
+		if d.texts == nil {
+			d.texts = make(map[string]string)
+		}
+		d.texts[s] = s
+	}
+	return s, true
+}
+
+// int64Value reads an integer; a fraction, exponent or overflow is refused.
+func int64Value(v *fastjson.Value) (int64, bool) {
+	if v.Type() == fastjson.TypeNull {
+		return 0, true
+	}
+	if v.Type() != fastjson.TypeNumber {
+		return 0, false
+	}
+	n, err := v.Int64()
+	if err != nil || n > math.MaxInt64/2 || n < math.MinInt64/2 {
+		return 0, false
+	}
+	return n, true
 }

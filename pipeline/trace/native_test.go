@@ -1,0 +1,276 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+func readAll(t testing.TB, input string) ([]*pipeline.Turn, error) {
+	t.Helper()
+	d := NewNativeReader(strings.NewReader(input), "test.jsonl")
+	var out []*pipeline.Turn
+	for {
+		turn, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, turn)
+	}
+}
+
+func randomTurn(rng *rand.Rand, id string) *pipeline.Turn {
+	t := &pipeline.Turn{ID: id, Session: "s" + id, Status: pipeline.StatusOK}
+	if rng.IntN(2) == 0 {
+		t.Start = time.Unix(0, rng.Int64N(1<<62))
+	}
+	at := time.Duration(rng.IntN(1e9))
+	for range rng.IntN(50) {
+		at += time.Duration(rng.IntN(3e8))
+		c := pipeline.Chunk{At: at, Tokens: 1 + rng.IntN(3)}
+		switch rng.IntN(4) {
+		case 0:
+			c.Textless = true
+		case 1:
+			c.Text = "é\"\\\n\t<>&" + fmt.Sprint(rng.IntN(100))
+		default:
+			c.Text = " word"
+		}
+		c.Reasoning = rng.IntN(8) == 0
+		t.Chunks = append(t.Chunks, c)
+	}
+	switch rng.IntN(5) {
+	case 0:
+		t.Status, t.Error = pipeline.StatusError, "upstream 500: \"boom\""
+	case 1:
+		t.Status = pipeline.StatusCancelled
+	}
+	if rng.IntN(3) == 0 {
+		t.OutputTokens = 1 + rng.IntN(500)
+	}
+	return t
+}
+
+func TestNativeRoundTrip(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := range 100 {
+		var want []*pipeline.Turn
+		var buf bytes.Buffer
+		w := NewWriter(&buf, "test")
+		for i := range 1 + rng.IntN(5) {
+			turn := randomTurn(rng, fmt.Sprintf("t%d-%d", trial, i))
+			if err := w.WriteTurn(turn); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, turn)
+		}
+		got, err := readAll(t, buf.String())
+		if err != nil {
+			t.Fatalf("trial %d: %v\n%s", trial, err, buf.String())
+		}
+		if len(got) != len(want) {
+			t.Fatalf("trial %d: %d turns back, wrote %d", trial, len(got), len(want))
+		}
+		for i := range want {
+			normalize(want[i])
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("trial %d turn %d:\n got %+v\nwant %+v", trial, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// normalize gives a turn the form the reader returns: a nil chunk slice
+// for no chunks and no monotonic clock reading in Start.
+func normalize(t *pipeline.Turn) {
+	if len(t.Chunks) == 0 {
+		t.Chunks = nil
+	}
+	if !t.Start.IsZero() {
+		t.Start = time.Unix(0, t.Start.UnixNano())
+	}
+}
+
+func TestNativeInterleavedAndIncomplete(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"header","format":"underrun-trace","version":1,"source":"capture"}
+{"type":"turn","turn":"a","session":"s1","start_unix_ns":1764669600000000000}
+{"type":"turn","turn":"b"}
+{"type":"chunk","turn":"a","t_ns":412000000,"text":"Hello","tokens":1}
+{"type":"chunk","turn":"b","t_ns":100}
+{"type":"chunk","turn":"a","t_ns":452000000,"text":" there","tokens":1,"reasoning":false}
+{"type":"future","turn":"a","whatever":[1,2]}
+{"type":"end","turn":"a","status":"ok"}
+{"type":"chunk","turn":"b","t_ns":200,"tokens":3}
+`
+	got, err := readAll(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "a" || got[1].ID != "b" {
+		t.Fatalf("got %d turns: %+v", len(got), got)
+	}
+	if got[0].Text() != "Hello there" || got[0].Session != "s1" || got[0].Start.UnixNano() != 1764669600000000000 {
+		t.Errorf("turn a = %+v", got[0])
+	}
+	if got[1].Status != pipeline.StatusIncomplete || !got[1].Chunks[0].Textless || got[1].Chunks[1].Tokens != 3 {
+		t.Errorf("turn b = %+v", got[1])
+	}
+}
+
+func TestNativeTruncatedLastLine(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"chunk","turn":"a","t_ns":1,"text":"Hi"}
+{"type":"chunk","turn":"a","t_ns":2,"te`
+	d := NewNativeReader(strings.NewReader(in), "cut.jsonl")
+	turn, err := d.Next()
+	if err != nil {
+		t.Fatalf("a truncated last line is an error: %v", err)
+	}
+	if len(turn.Chunks) != 1 || turn.Status != pipeline.StatusIncomplete || !d.Truncated {
+		t.Errorf("turn %+v truncated %v", turn, d.Truncated)
+	}
+}
+
+func TestNativeBadInput(t *testing.T) {
+	t.Parallel()
+	long := `{"type":"chunk","turn":"a","t_ns":1,"text":"` + strings.Repeat("x", 10<<20) + "\"}\n"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"not JSON", "hello\n{}\n", "test.jsonl:1: not a JSON object"},
+		{"bad JSON mid-file", `{"type":"turn","turn":"a"}` + "\n{\"type\":\n" + `{"type":"end","turn":"a"}` + "\n", "test.jsonl:2: not valid JSON"},
+		{"negative time", `{"type":"chunk","turn":"a","t_ns":-5}` + "\n", "test.jsonl:1: chunk of turn \"a\" has t_ns -5"},
+		{"non-monotonic", `{"type":"chunk","turn":"a","t_ns":5}` + "\n" + `{"type":"chunk","turn":"a","t_ns":4}` + "\n", "test.jsonl:2: chunk of turn \"a\" has t_ns 4, before the previous"},
+		{"NaN", `{"type":"chunk","turn":"a","t_ns":NaN}` + "\n", "test.jsonl:1: not valid JSON"},
+		{"float time", `{"type":"chunk","turn":"a","t_ns":1.5}` + "\n", `test.jsonl:1: field "t_ns"`},
+		{"string time", `{"type":"chunk","turn":"a","t_ns":"1"}` + "\n", `test.jsonl:1: field "t_ns": got JSON string, want int64`},
+		{"empty", "", "test.jsonl:1: empty input"},
+		{"blank", "\n\n", "test.jsonl:2: empty input"},
+		{"long line", long, "test.jsonl:0: line longer than"},
+		{"no type", `{"turn":"a"}` + "\n", `record without "type"`},
+		{"no time", `{"type":"chunk","turn":"a"}` + "\n", `has no "t_ns"`},
+		{"bad status", `{"type":"end","turn":"a","status":"maybe"}` + "\n", `status "maybe"`},
+		{"chunk after end", `{"type":"end","turn":"a"}` + "\n" + `{"type":"chunk","turn":"a","t_ns":1}` + "\n", `test.jsonl:2: record for turn "a" after its end`},
+		{"future version", `{"type":"header","format":"underrun-trace","version":9}` + "\n", "version 9 is newer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := readAll(t, tt.in)
+			if err == nil {
+				t.Fatalf("no error; want %q", tt.want)
+			}
+			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q, want ErrFormat containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenSniffsNative(t *testing.T) {
+	t.Parallel()
+	d, err := Open(strings.NewReader(`{"type": "turn", "turn": "x"}`+"\n"), "x.jsonl", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.(*NativeReader); !ok {
+		t.Errorf("Open gave %T, want *NativeReader", d)
+	}
+	if _, err := Open(strings.NewReader("just words"), "x.txt", ""); !errors.Is(err, ErrFormat) {
+		t.Errorf("unknown content: %v", err)
+	}
+	if _, err := Open(strings.NewReader("{}"), "x", "nope"); err == nil || !strings.Contains(err.Error(), `unknown format "nope"`) {
+		t.Errorf("unknown --format: %v", err)
+	}
+}
+
+func FuzzNativeReader(f *testing.F) {
+	f.Add([]byte(`{"type":"header","format":"underrun-trace","version":1}
+{"type":"turn","turn":"t1"}
+{"type":"chunk","turn":"t1","t_ns":412000000,"text":"Hello","tokens":1}
+{"type":"end","turn":"t1","status":"ok"}
+`))
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1}` + "\n" + `{"type":"chunk","turn":"a","t_ns":0`))
+	f.Add([]byte("\n\n{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := NewNativeReader(bytes.NewReader(data), "fuzz")
+		for range 10000 {
+			turn, err := d.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrFormat) {
+					t.Fatalf("error not ErrFormat: %v", err)
+				}
+				return
+			}
+			if err := turn.Validate(); err != nil {
+				t.Fatalf("reader returned an invalid turn: %v", err)
+			}
+		}
+		t.Fatal("reader did not finish")
+	})
+}
+
+// benchTrace builds a native trace of about size bytes: turns of 200
+// one-token text chunks.
+func benchTrace(size int) []byte {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, "bench")
+	for i := 0; buf.Len() < size; i++ {
+		turn := &pipeline.Turn{ID: fmt.Sprintf("turn-%d", i), Status: pipeline.StatusOK}
+		for k := range 200 {
+			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: time.Duration(300+k*41) * time.Millisecond, Text: " word", Tokens: 1})
+		}
+		w.WriteTurn(turn)
+	}
+	return buf.Bytes()
+}
+
+func BenchmarkNativeReader(b *testing.B) {
+	data := benchTrace(32 << 20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := NewNativeReader(bytes.NewReader(data), "bench")
+		for {
+			if _, err := d.Next(); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkLineScan is the baseline: splitting the same input into lines.
+func BenchmarkLineScan(b *testing.B) {
+	data := benchTrace(32 << 20)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		n := 0
+		for rest := data; len(rest) > 0; {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				break
+			}
+			n++
+			rest = rest[i+1:]
+		}
+		if n == 0 {
+			b.Fatal("no lines")
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package tts
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// releases feeds tokens (one per millisecond) and returns the text of each
+// released chunk, with the index of the token whose arrival released it
+// (-1 for the final flush).
+func releases(t *testing.T, policy string, tokens ...string) []string {
+	t.Helper()
+	p, err := ParsePolicy(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewChunker()
+	var all strings.Builder
+	var out []string
+	released := 0
+	emit := func(rel int, label string) {
+		if rel > released {
+			out = append(out, all.String()[released:rel]+"@"+label)
+			released = rel
+		}
+	}
+	for i, tok := range tokens {
+		at := time.Duration(i) * time.Millisecond
+		if d, ok := c.Deadline(); ok && d <= at {
+			emit(c.Expire(d), "timer")
+		}
+		all.WriteString(tok)
+		emit(c.Append(at, tok), string(rune('0'+i)))
+	}
+	emit(c.Flush(), "end")
+	return out
+}
+
+func TestChunkingPolicies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		policy string
+		tokens []string
+		want   []string
+	}{
+		{"token", []string{"Hel", "lo", " there"}, []string{"Hel@0", "lo@1", " there@2"}},
+		// a word is complete when white space follows it
+		{"word", []string{"Hel", "lo", " there", ",", " you"}, []string{"Hello @2", "there, @4", "you@end"}},
+		// a sentence is released when the next non-space character arrives
+		{"sentence", []string{"Hi", ".", " How", " are", " you", "?"}, []string{"Hi. @2", "How are you?@end"}},
+		{"sentence", []string{"Pi is 3", ".", "14", ". Yes"}, []string{"Pi is 3.14. @3", "Yes@end"}},
+		{"sentence", []string{"He said \"hi.\"", " Then"}, []string{"He said \"hi.\" @1", "Then@end"}},
+		// LiveKit: sentences under 20 characters merge into the next
+		{"livekit", []string{"Hi.", " Ok.", " This sentence is long enough.", " Next"}, []string{"Hi. Ok. This sentence is long enough. @3", "Next@end"}},
+		{"timer:2ms", []string{"a", "b", "c", "d", "e, f", "g"}, []string{"ab@timer", "cd@timer", "e,@4", " fg@end"}},
+	}
+	for _, tt := range tests {
+		got := releases(t, tt.policy, tt.tokens...)
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%s %q:\n got %q\nwant %q", tt.policy, tt.tokens, got, tt.want)
+		}
+	}
+}
+
+func TestElevenLabsSchedule(t *testing.T) {
+	t.Parallel()
+	// 10-character tokens: releases after 120, then 160, 250, 290, 290
+	// more characters.
+	tok := "abcdefghi "
+	tokens := make([]string, 120)
+	for i := range tokens {
+		tokens[i] = tok
+	}
+	got := releases(t, "elevenlabs", tokens...)
+	var lens []int
+	for _, r := range got {
+		lens = append(lens, strings.Index(r, "@"))
+	}
+	want := []int{120, 160, 250, 290, 290, 90}
+	if len(lens) != len(want) {
+		t.Fatalf("chunk lengths %v, want %v", lens, want)
+	}
+	for i := range want {
+		if lens[i] != want[i] {
+			t.Fatalf("chunk lengths %v, want %v", lens, want)
+		}
+	}
+}
+
+func TestParsePolicyErrors(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"", "para", "timer:", "timer:-1s", "timer:abc"} {
+		if _, err := ParsePolicy(bad); err == nil {
+			t.Errorf("ParsePolicy(%q) accepted", bad)
+		}
+	}
+	p, err := ParsePolicy("timer")
+	if err != nil || p.Name() != "timer:3s" {
+		t.Errorf("timer default = %v, %v", p, err)
+	}
+}
+
+func TestChunkerReset(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"token", "word", "sentence", "livekit", "elevenlabs", "timer:1s"} {
+		p, _ := ParsePolicy(name)
+		c := p.NewChunker()
+		c.Append(0, "Some text. More")
+		c.Flush()
+		c.Reset()
+		if got := c.Flush(); got != 0 {
+			t.Errorf("%s: after Reset, Flush releases %d bytes", name, got)
+		}
+	}
+}
