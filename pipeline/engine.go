@@ -45,6 +45,16 @@ type Config struct {
 	// synthesizer latency and RTF 0 the player then plays each token for
 	// TokenAudio the moment it arrives.
 	TokenAudio time.Duration
+	// Durations, when set, measures the audio of every released speech
+	// chunk (a real synthesizer's durations) instead of the voice model,
+	// which then only estimates text not yet released. Chunks holding
+	// tokens without text keep the model's audio.
+	Durations Durations
+}
+
+// Durations measures how long a synthesizer speaks a text.
+type Durations interface {
+	Duration(text string) (time.Duration, error)
 }
 
 // DefaultConfig returns a word-streaming synthesizer with 100 ms to first
@@ -105,6 +115,7 @@ type Playout struct {
 	meter     tts.Meter
 	tokenTime time.Duration
 	frame     time.Duration
+	timed     bool // the policy can release text on its own (Deadline)
 
 	turn   string
 	at     []time.Duration // per streamed chunk: arrival
@@ -118,7 +129,8 @@ type Playout struct {
 	metered           bool // some chunk's audio came from the meter: meters is kept
 	released          int
 	releasedAudio     time.Duration
-	cursor            int
+	cursor            int // streamed chunk audioAt last looked at
+	first             int // streamed chunk holding the first unreleased byte
 	synthDone         time.Duration
 	timerOrigin       int
 	timerArmed        bool
@@ -130,7 +142,9 @@ type Playout struct {
 	readyAudio        time.Duration
 	spokenRecords     int
 	scratch           []time.Duration
-	gapKinds          []uint8 // per underrun: how its chunk's text stood
+	gapKinds          []uint8       // per underrun: how its chunk's text stood
+	speech            time.Duration // audio of the released chunks
+	err               error         // first Config.Durations failure
 
 	// Chunks are the speech chunks released so far.
 	Chunks []SpeechChunk
@@ -156,7 +170,10 @@ func NewPlayout(cfg Config, id string) (*Playout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Playout{cfg: cfg, chunker: cfg.Policy.NewChunker()}
+	p := &Playout{cfg: cfg, chunker: cfg.Policy.NewChunker(), timed: true}
+	if tp, ok := cfg.Policy.(interface{ HasTimer() bool }); ok {
+		p.timed = tp.HasTimer()
+	}
 	p.tokenTime = cfg.Voice.TokenTime()
 	if cfg.TokenAudio > 0 {
 		p.tokenTime = cfg.TokenAudio
@@ -174,7 +191,7 @@ func (p *Playout) Reset(id string) {
 	p.at, p.end, p.audio, p.meters = p.at[:0], p.end[:0], p.audio[:0], p.meters[:0]
 	p.text, p.kind = p.text[:0], p.kind[:0]
 	p.hasText, p.metered = false, false
-	p.released, p.releasedAudio, p.cursor = 0, 0, 0
+	p.released, p.releasedAudio, p.cursor, p.first = 0, 0, 0, 0
 	p.synthDone = 0
 	p.timerOrigin, p.timerArmed = 0, false
 	p.started, p.ended = false, false
@@ -182,6 +199,7 @@ func (p *Playout) Reset(id string) {
 	p.spokenRecords = 0
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
 	p.gapKinds = p.gapKinds[:0]
+	p.speech, p.err = 0, nil
 	p.MinPreroll = 0
 }
 
@@ -195,7 +213,11 @@ func (p *Playout) Started() (time.Duration, bool) { return p.startAt, p.started 
 func (p *Playout) Ended() bool { return p.ended }
 
 // Speech returns the audio released to the synthesizer so far.
-func (p *Playout) Speech() time.Duration { return p.releasedAudio }
+func (p *Playout) Speech() time.Duration { return p.speech }
+
+// Err returns the first error of Config.Durations in this turn (its chunk
+// then kept the voice model's audio).
+func (p *Playout) Err() error { return p.err }
 
 // Buffered returns the audio already released but not yet played at time
 // t: what the listener still has in hand.
@@ -235,7 +257,7 @@ func (p *Playout) Deadline() (time.Duration, bool) {
 
 // Advance lets time pass to t with no new chunk, firing policy timers.
 func (p *Playout) Advance(t time.Duration) {
-	if p.ended {
+	if p.ended || !p.timed {
 		return
 	}
 	for {
@@ -311,10 +333,12 @@ func (p *Playout) Push(c Chunk) error {
 	p.end = append(p.end, len(p.text))
 	p.audio = append(p.audio, prev+a)
 	rel := p.chunker.Append(c.At, text)
-	if d, armed := p.chunker.Deadline(); armed && (!p.timerArmed || d != p.timerDeadline) {
-		p.timerOrigin, p.timerDeadline, p.timerArmed = k, d, true
-	} else if !armed {
-		p.timerArmed = false
+	if p.timed {
+		if d, armed := p.chunker.Deadline(); armed && (!p.timerArmed || d != p.timerDeadline) {
+			p.timerOrigin, p.timerDeadline, p.timerArmed = k, d, true
+		} else if !armed {
+			p.timerArmed = false
+		}
 	}
 	if rel > p.released {
 		p.release(rel, c.At, k, false)
@@ -404,16 +428,25 @@ func (p *Playout) recordAt(off int) int {
 }
 
 func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
-	total := p.audioAt(rel)
-	a := total - p.releasedAudio
 	from := p.released
+	for p.first < len(p.end)-1 && p.end[p.first] <= from {
+		p.first++
+	}
+	first := p.first
+	total := p.audioAt(rel)
+	last := min(p.cursor, len(p.end)-1) // audioAt leaves it on the chunk holding byte rel-1
+	a := total - p.releasedAudio
 	p.released, p.releasedAudio = rel, total
 	if a <= 0 {
 		return
 	}
+	if p.cfg.Durations != nil {
+		a = p.measure(from, rel, a)
+	}
+	p.speech += a
 	c := SpeechChunk{
 		From: from, To: rel,
-		First: p.recordAt(from), Last: p.recordAt(rel - 1),
+		First: first, Last: last,
 		Trigger: trigger, Timer: timer,
 		Audio: a, Release: at,
 	}
@@ -438,6 +471,27 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		return
 	}
 	p.schedule()
+}
+
+// measure returns Config.Durations' audio of text [from, rel), or model
+// when the text holds tokens without text or the measurement fails.
+func (p *Playout) measure(from, rel int, model time.Duration) time.Duration {
+	for r := p.recordAt(from); r <= p.recordAt(rel-1); r++ {
+		if k := p.kind[r]; k != kindText && k != kindReasoning {
+			return model
+		}
+	}
+	d, err := p.cfg.Durations.Duration(string(p.text[from:rel]))
+	if err != nil {
+		if p.err == nil {
+			p.err = fmt.Errorf("turn %q: speech chunk at byte %d: %w", p.turn, from, err)
+		}
+		return model
+	}
+	if d <= 0 {
+		return model
+	}
+	return d
 }
 
 // frameOffset is when frame k of a chunk is ready, after its first frame.
@@ -844,5 +898,5 @@ func (p *Playout) PlayTurn(t *Turn) error {
 		}
 	}
 	p.End()
-	return nil
+	return p.err
 }

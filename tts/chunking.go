@@ -44,7 +44,13 @@ type Policy interface {
 type PolicyFunc struct {
 	Label string
 	New   func() Chunker
+	// Timed is true when the chunkers can release text on their own
+	// (Deadline); the engine skips timer checks for the others.
+	Timed bool
 }
+
+// HasTimer reports whether the policy's chunkers use Deadline.
+func (p PolicyFunc) HasTimer() bool { return p.Timed }
 
 // Name returns the label.
 func (p PolicyFunc) Name() string { return p.Label }
@@ -74,15 +80,15 @@ func ParsePolicy(s string) (Policy, error) {
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
 	switch strings.ToLower(name) {
 	case "token":
-		return PolicyFunc{"token", func() Chunker { return &tokenChunker{} }}, nil
+		return PolicyFunc{Label: "token", New: func() Chunker { return &tokenChunker{} }}, nil
 	case "word":
-		return PolicyFunc{"word", func() Chunker { return &wordChunker{} }}, nil
+		return PolicyFunc{Label: "word", New: func() Chunker { return &wordChunker{} }}, nil
 	case "sentence":
-		return PolicyFunc{"sentence", func() Chunker { return &sentenceChunker{} }}, nil
+		return PolicyFunc{Label: "sentence", New: func() Chunker { return &sentenceChunker{} }}, nil
 	case "livekit":
-		return PolicyFunc{"livekit", func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
+		return PolicyFunc{Label: "livekit", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
 	case "elevenlabs":
-		return PolicyFunc{"elevenlabs", func() Chunker { return &scheduleChunker{schedule: DefaultElevenLabsSchedule} }}, nil
+		return PolicyFunc{Label: "elevenlabs", New: func() Chunker { return &scheduleChunker{schedule: DefaultElevenLabsSchedule} }}, nil
 	case "timer":
 		d := DefaultTimerDelay
 		if hasArg {
@@ -91,7 +97,7 @@ func ParsePolicy(s string) (Policy, error) {
 				return nil, fmt.Errorf("%w %q: timer takes a positive maximum buffer delay such as timer:500ms", ErrPolicy, s)
 			}
 		}
-		return PolicyFunc{"timer:" + d.String(), func() Chunker { return &timerChunker{max: d} }}, nil
+		return PolicyFunc{Label: "timer:" + d.String(), New: func() Chunker { return &timerChunker{max: d} }, Timed: true}, nil
 	}
 	return nil, fmt.Errorf("%w %q: want one of %s", ErrPolicy, s, PolicyNames)
 }

@@ -44,6 +44,9 @@ func main() {
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand(&env{stdin: stdin, stdout: stdout, stderr: stderr})
+	if args == nil {
+		args = []string{} // cobra would read os.Args for nil
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// runCLI runs the command line and returns its exit code and output.
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it):\n got:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func TestDefaultRun(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runCLI(t, "")
+	if code != exitFail {
+		t.Fatalf("exit %d, want %d (the default turn interrupts); stderr %s", code, exitFail, errOut)
+	}
+	golden(t, "default.txt", out)
+	code, out, _ = runCLI(t, "", "--output", "json")
+	if code != exitFail {
+		t.Fatalf("json: exit %d", code)
+	}
+	golden(t, "default.json", out)
+}
+
+func TestAnalyzeJSONKeys(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runCLI(t, "", "analyze", "--output", "json", "testdata/analyze/handcheck.jsonl")
+	if code != exitFail {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	var report map[string]any
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"turns", "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "ttfa_ms", "underruns", "glitches", "interruptions", "speech_goodput", "min_preroll_ms", "verdict"} {
+		if _, ok := report[key]; !ok {
+			t.Errorf("JSON report has no %q", key)
+		}
+	}
+	for _, key := range []string{"mean", "median", "std", "min", "max", "p50", "p90", "p95", "p99", "p99.9"} {
+		if _, ok := report["itl_ms"].(map[string]any)[key]; !ok {
+			t.Errorf("itl_ms has no %q", key)
+		}
+	}
+	for _, key := range []string{"count", "total_ms"} {
+		if _, ok := report["interruptions"].(map[string]any)[key]; !ok {
+			t.Errorf("interruptions has no %q", key)
+		}
+	}
+	v := report["verdict"].(map[string]any)
+	if v["result"] != "fail" || len(v["reasons"].([]any)) == 0 {
+		t.Errorf("verdict %v", v)
+	}
+}
+
+// TestTokenAudioByHand checks what a user checks by hand: with
+// --token-audio 250ms, token chunking, no TTS latency and RTF 0, a player
+// plays each token for 250 ms the moment it arrives. Turn t1's tokens
+// arrive at 300, 340, 900, 1000, 1900 ms: it plays 300-550, 550-800, gap
+// 800-900, 900-1150, 1150-1400, gap 1400-1900. Turn t2 arrives at 200,
+// 240, 280: no gap.
+func TestTokenAudioByHand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.jsonl")
+	code, out, errOut := runCLI(t, "", "analyze", "--token-audio", "250ms", "--chunking", "token", "--tts-latency", "0", "--rtf", "0",
+		"--output", "json", "--events", events, "testdata/analyze/handcheck.jsonl")
+	if code != exitFail {
+		t.Fatalf("exit %d; stderr %s", code, errOut)
+	}
+	var report struct {
+		Underruns, Glitches, Interruptions struct {
+			Count   int     `json:"count"`
+			TotalMs float64 `json:"total_ms"`
+		}
+		MinPrerollMs float64 `json:"min_preroll_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Underruns.Count != 2 || report.Underruns.TotalMs != 600 || report.Glitches.Count != 1 || report.Interruptions.Count != 1 || report.Interruptions.TotalMs != 500 {
+		t.Errorf("report %+v, want 2 underruns (100 ms glitch, 500 ms interruption)", report)
+	}
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var underruns []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		if ev["event"] == "underrun" {
+			underruns = append(underruns, ev)
+		}
+	}
+	want := []struct{ start, duration, itl float64 }{{800, 100, 560}, {1400, 500, 900}}
+	if len(underruns) != len(want) {
+		t.Fatalf("%d underrun events, want %d", len(underruns), len(want))
+	}
+	for i, w := range want {
+		u := underruns[i]
+		if u["start_ms"] != w.start || u["duration_ms"] != w.duration || u["itl_ms"] != w.itl || u["turn"] != "t1" {
+			t.Errorf("event %d = %v, want start %v duration %v itl %v", i, u, w.start, w.duration, w.itl)
+		}
+		for _, key := range []string{"class", "cause", "token", "tolerance_ms"} {
+			if _, ok := u[key]; !ok {
+				t.Errorf("event %d has no %q", i, key)
+			}
+		}
+	}
+}
+
+func TestAnalyzeStdin(t *testing.T) {
+	t.Parallel()
+	in, err := os.ReadFile("testdata/analyze/handcheck.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, string(in), "analyze", "--tpot-slo", "1s", "--interruption", "10s", "--max-tpot=false")
+	if code != exitOK || !strings.Contains(out, "verdict: PASS") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestBadInputExitsTwo(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"non-monotonic", []string{"analyze", "testdata/analyze/bad_order.jsonl"}, "bad_order.jsonl:3: chunk of turn \"t1\" has t_ns 200000000, before the previous"},
+		{"not JSON", []string{"analyze", "testdata/analyze/bad_json.jsonl"}, "bad_json.jsonl:2: not a JSON object"},
+		{"missing file", []string{"analyze", "testdata/analyze/nope.jsonl"}, "no such file"},
+		{"bad flag value", []string{"analyze", "--chunking", "paragraph", "testdata/analyze/handcheck.jsonl"}, "--chunking: unknown chunking policy \"paragraph\""},
+		{"bad output", []string{"--output", "xml"}, "--output: want text or json"},
+		{"unknown flag", []string{"analyze", "--frobnicate"}, "unknown flag: --frobnicate"},
+		{"negative rtf", []string{"--rtf", "-1"}, "real-time factor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errOut := runCLI(t, "", tt.args...)
+			if code != exitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tt.want)
+			}
+		})
+	}
+	code, _, errOut := runCLI(t, "", "analyze")
+	if code != exitUsage || !strings.Contains(errOut, "stdin: empty input") {
+		t.Errorf("empty stdin: exit %d, %q", code, errOut)
+	}
+}
