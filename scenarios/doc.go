@@ -1,3 +1,47 @@
 // Package scenarios holds the built-in scenario library, embedded in the
-// binary, and the default turn underrun shows a newcomer.
+// binary, the scenario file format with its loader and validation, and the
+// default turn underrun shows a newcomer.
+//
+// A scenario file is YAML:
+//
+//	name: prefill-chunked          # default: the file name
+//	doc: One line on what it shows.
+//	seed: 1                        # turn i is the same turn for a seed
+//	turns: 50                      # turns through the report
+//	monte_carlo: 2000              # turns in the parallel Monte Carlo run
+//	text: "..."                    # or corpus: [...], corpus_file: answers.txt
+//	                               # (blank-line separated), or tokens: 200
+//	generator:
+//	  kind: roofline               # constant | lognormal | gamma | empirical | roofline
+//	  # constant, lognormal, gamma: ttft, tpot (the mean ITL), cv, stalls
+//	  # empirical: trace (any format analyze reads) or itls/ttfts, tpot rescales
+//	  gpu: h100                    # a100 h100 h200 b200 l4 rtx4090 mi300x
+//	  model: llama-3.1-70b         # llama-3.1-8b/70b/405b mixtral-8x7b qwen3-30b-a3b
+//	  weights: fp8                 # fp32 fp16 bf16 fp8 int8 int4; kv_cache likewise
+//	  gpus: 1
+//	  batch: 16
+//	  prompt_tokens: 1000          # the turn's own prompt; context: the others'
+//	  bandwidth_efficiency: 0.8
+//	  compute_efficiency: 0.5
+//	  overhead: 0s
+//	  prefill: {rate: 0.5, prompt_tokens: {mean: 8000, cv: 0.5, max: 32000}, chunked: true, token_budget: 2048}
+//	  speculative: {draft_tokens: 4, acceptance: 0.7, draft_cost: 0.05}
+//	  reasoning: {mean: 600, cv: 0.4}
+//	tts:
+//	  chunking: word               # token word sentence livekit elevenlabs timer:D
+//	  ttfa: 150ms
+//	  rtf: 0.1
+//	  wpm: 160
+//	  preroll: 0s
+//	  interruption: 150ms
+//	expect:                        # metric: number (equal) or "OP number"
+//	  interruptions: 0
+//	  speech_goodput: ">= 0.99"
+//	  tpot_p50_ms: "< 50"
+//
+// Metrics (MetricNames) are those of the report over the turns (counts,
+// rates, goodput, and ttft/ttfst/tpot/itl/e2el/ttfa summaries as
+// NAME_{mean,min,max,p50,p90,p95,p99,p999}_ms) and, prefixed mc_, those of
+// the Monte Carlo run. Errors name the file, the line when known, the
+// field and what was expected.
 package scenarios

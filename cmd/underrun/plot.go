@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/plot"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+	"github.com/speech-pipeline/underrun/scenarios"
+)
+
+func init() {
+	commands = append(commands, func(e *env) *cobra.Command { return newPlotCommand(e).cmd })
+}
+
+const plotLong = `Draw a trace (or a built-in scenario) so people can see why the listener
+heard silence.
+
+  .html  one self-contained file (no network needed): the text summary, the
+         fleet view, the timelines of the worst turns, the ITL tail plot and
+         the per-turn table
+  .svg   one plot, for documents
+  .png   one plot, for chat and tickets
+
+Plots:
+  timeline  one turn: token arrivals, chunk releases, synthesizer busy time,
+            the audio buffered with the stall tolerance under it, start-up
+            (TTFA) shaded apart, each underrun shaded and labelled with its
+            cause and length
+  tail      the ITL distribution as a complementary CDF on log scales, with
+            the stall tolerance at the start of a turn and in steady state
+  fleet     every turn as a row, worst first, underruns as marks along time
+  sweep     interruption rate and speech goodput against a swept setting,
+            from a sweep JSON file ({"param","unit","points":[{"value",
+            "interruptions_per_minute","speech_goodput"}],"goodput_slo"})
+
+The input is a trace file in any format underrun reads (- for standard
+input), "default" for the built-in default turn, or the name of a built-in
+scenario (which brings its own speech model). The
+speech-model flags are those of analyze. Colours are the Okabe-Ito palette, readable with
+colour blindness.
+
+Exit codes: 0 the plot was written; 2 bad usage or bad input.`
+
+const plotExample = `  underrun plot default -o default.html
+  underrun plot trace.jsonl -o report.html --chunking sentence --tts-latency 250ms
+  underrun plot trace.jsonl -o worst.png                  # worst turn's timeline, or the fleet
+  underrun plot trace.jsonl -o t17.svg --kind timeline --turn t17
+  underrun plot vllm_result.json -o tail.png --kind tail
+  underrun plot sweep.json -o sweep.svg --kind sweep`
+
+type plotCommand struct {
+	env    *env
+	cmd    *cobra.Command
+	engine engineFlags
+	out    string
+	kind   string
+	turn   string
+	format string
+	slo    time.Duration
+	invert bool
+}
+
+func newPlotCommand(e *env) *plotCommand {
+	c := &plotCommand{env: e}
+	c.cmd = &cobra.Command{
+		Use:     "plot FILE|default -o OUT.html|OUT.svg|OUT.png",
+		Short:   "Draw timelines, the ITL tail and the fleet view as HTML, SVG or PNG",
+		Long:    plotLong,
+		Example: plotExample,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("plot takes one input (a trace file, - for stdin, or default), got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) },
+	}
+	fs := c.cmd.Flags()
+	c.engine.bind(fs)
+	fs.StringVarP(&c.out, "output", "o", "", "write the plot to `FILE` (.html, .svg or .png)")
+	fs.StringVar(&c.kind, "kind", plotAuto, plotKindHelp+", sweep (input: a sweep JSON file)")
+	fs.StringVar(&c.turn, "turn", "", "draw the timeline of the turn with this `ID` (default: the worst)")
+	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	fs.DurationVar(&c.slo, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within (for the report's verdict)")
+	fs.BoolVar(&c.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
+	return c
+}
+
+func (c *plotCommand) run(cmd *cobra.Command, input string) error {
+	if c.out == "" {
+		return usagef("plot needs -o FILE (.html, .svg or .png)")
+	}
+	format, err := plotFormat(c.out)
+	if err != nil {
+		return usagef("-o: %w", err)
+	}
+	if c.kind == plotSweep {
+		return c.runSweep(input, format)
+	}
+	if err := checkPlotKind(c.kind, format); err != nil {
+		return usagef("--kind: %w", err)
+	}
+	if c.turn != "" && c.kind != plotTimeline && c.kind != plotAuto {
+		return usagef("--turn picks a timeline; it does not go with --kind %s", c.kind)
+	}
+	cfg, err := c.engine.config()
+	if err != nil {
+		return err
+	}
+	var scenario *scenarios.Scenario
+	if _, statErr := os.Stat(input); statErr != nil && input != "-" && input != "default" {
+		if sc, err := scenarios.Builtin(input); err == nil {
+			// a built-in scenario brings its own speech model
+			scenario, cfg = sc, sc.Setup.Config
+		}
+	}
+	playout, err := pipeline.NewPlayout(cfg, "")
+	if err != nil {
+		return usageError{err}
+	}
+	report := pipeline.NewReport(cfg, pipeline.ReportOptions{
+		TPOTSLO: c.slo, PerTurn: true, KeepUnderruns: true, MaxTPOT: c.invert,
+	})
+	collector := plot.NewCollector(0, 0)
+	var chosen *plot.Timeline
+	title := "underrun report: " + input
+	add := func(t *pipeline.Turn) error {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+		if err := playout.PlayTurn(t); err != nil {
+			return err
+		}
+		report.Add(t, playout)
+		collector.Add(t, playout)
+		if c.turn != "" && t.ID == c.turn && chosen == nil {
+			tl := plot.NewTimeline(t, playout)
+			chosen = &tl
+		}
+		return nil
+	}
+	if input == "default" {
+		if _, err := os.Stat(input); err != nil {
+			title = "underrun report: the built-in default turn"
+			if err := add(scenarios.DefaultTurn()); err != nil {
+				return err
+			}
+			return c.write(format, title, report, collector, chosen)
+		}
+	}
+	if scenario != nil {
+		title = "underrun report: scenario " + scenario.Name
+		if err := scenario.EachTurn(cmd.Context(), scenario.Turns, add); err != nil {
+			return err
+		}
+	} else if err := c.readTrace(cmd, input, add); err != nil {
+		return err
+	}
+	if c.turn != "" && chosen == nil {
+		return usagef("--turn: no turn %q in %s", c.turn, input)
+	}
+	if len(collector.Fleet.Turns) == 0 {
+		return usagef("%s: no turns to draw", input)
+	}
+	return c.write(format, title, report, collector, chosen)
+}
+
+func (c *plotCommand) write(format, title string, r *pipeline.Report, col *plot.Collector, tl *plot.Timeline) error {
+	if err := writePlotFile(c.out, format, c.kind, title, r, col, tl); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.env.stderr, "underrun: wrote %s (%s, %s)\n", c.out, plural(r.Turns, "turn"), plural(r.Underruns.Count, "underrun"))
+	return nil
+}
+
+func (c *plotCommand) readTrace(cmd *cobra.Command, name string, add func(*pipeline.Turn) error) error {
+	var r io.Reader = c.env.stdin
+	label := "stdin"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				names := slices.DeleteFunc(scenarios.Names(), func(n string) bool { return n == "default" })
+				return usagef("%s: no such file or built-in scenario (scenarios: default, %s)", name, strings.Join(names, ", "))
+			}
+			return usageError{err}
+		}
+		defer f.Close()
+		r, label = f, name
+	}
+	dec, err := trace.Open(r, label, c.format)
+	if err != nil {
+		return usageError{err}
+	}
+	for {
+		if err := cmd.Context().Err(); err != nil {
+			return err
+		}
+		t, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return usageError{err}
+		}
+		if err := add(t); err != nil {
+			return usageError{fmt.Errorf("%s: %w", label, err)}
+		}
+	}
+}
+
+// runSweep draws a sweep read from a JSON file.
+func (c *plotCommand) runSweep(input, format string) error {
+	var r io.Reader = c.env.stdin
+	if input != "-" {
+		f, err := os.Open(input)
+		if err != nil {
+			return usageError{err}
+		}
+		defer f.Close()
+		r = f
+	}
+	var sw plot.Sweep
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sw); err != nil {
+		return usagef("%s: not a sweep JSON file: %w", input, err)
+	}
+	fig, err := sw.Figure()
+	if err != nil {
+		return usagef("%s: %w", input, err)
+	}
+	var buf bytes.Buffer
+	b, err := renderFigure(&buf, format, "sweep of "+sw.Param, fig)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.out, b, 0o644); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	fmt.Fprintf(c.env.stderr, "underrun: wrote %s (sweep of %s)\n", c.out, plural(len(sw.Points), "point"))
+	return nil
+}
+
+// plural says "1 turn" or "3 turns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/scenarios"
+	"github.com/speech-pipeline/underrun/sim"
+)
+
+func init() { commands = append(commands, newSimCommand) }
+
+const simLong = `Simulate a deployment in virtual time before buying it: a scenario (a YAML
+file, or the name of a built-in one: see ` + "`underrun scenarios`" + `) names a token
+generator (constant TPOT, lognormal or gamma ITLs, ITLs resampled from a
+trace, or a roofline model of a GPU decoding a model at a batch size, with
+prefill interference, speculative decoding and reasoning tokens), the text,
+the TTS stack and its expectations.
+
+sim plays the scenario's turns through the same engine analyze uses and
+prints the report, then a Monte Carlo run over many more turns on every core
+(speech goodput with a 95% Wilson interval, interruptions per minute of
+speech, the ITL tail set against the stall tolerance), then the table of
+expectations (the metrics they may name: ` + "`underrun scenarios --metrics`" + `). Speech-model flags (--chunking, --tts-latency, --rtf, --wpm,
+--preroll, ...) override the scenario only when given.
+
+--sweep PARAM=FROM:TO:STEP runs the Monte Carlo at each value and prints
+interruption rate and goodput per value, then the inverse answer: the
+largest value (the smallest pre-roll) that keeps speech goodput at or above
+--goodput-target. --find PARAM answers that question over a wide default
+range. PARAM is one of tpot, batch, rate, prompt, ttfa, preroll (tpot for
+constant, lognormal, gamma and empirical generators; batch, rate and prompt
+for roofline ones: rate and prompt are the interfering prefill load).
+
+Exit codes: 0 every expectation held (or, with none, the report passed);
+1 an expectation failed; 2 bad usage or a bad scenario file.`
+
+const simExample = `  underrun sim tpot-50ms
+  underrun sim prefill-unchunked --per-turn --events events.jsonl
+  underrun sim my-deployment.yaml --turns 100 --monte-carlo 100000
+  underrun sim tpot-50ms --sweep tpot=20ms:300ms:20ms
+  underrun sim gpu-h200 --sweep batch=8:128:8 --goodput-target 0.995
+  underrun sim prefill-chunked --find rate --find prompt
+  underrun sim policy-sentence --find preroll --chunking sentence --tts-latency 250ms`
+
+type simCommand struct {
+	env        *env
+	cmd        *cobra.Command
+	engine     engineFlags
+	out        reportFlags
+	turns      int
+	monteCarlo int
+	seed       uint64
+	workers    int
+	sweep      string
+	find       []string
+	target     float64
+}
+
+func newSimCommand(e *env) *cobra.Command {
+	c := &simCommand{env: e}
+	c.cmd = &cobra.Command{
+		Use:     "sim FILE|NAME",
+		Short:   "Simulate a deployment scenario: report, Monte Carlo, sweeps, expectations",
+		Long:    simLong,
+		Example: simExample,
+		Args:    cobra.ExactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) },
+	}
+	fs := c.cmd.Flags()
+	c.engine.bind(fs)
+	c.out.bind(fs)
+	fs.IntVar(&c.turns, "turns", 0, "turns through the report (default: the scenario's)")
+	fs.IntVar(&c.monteCarlo, "monte-carlo", 0, "turns in the Monte Carlo run and each sweep point (default: the scenario's)")
+	fs.Uint64Var(&c.seed, "seed", 0, "random seed (default: the scenario's)")
+	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "goroutines for the Monte Carlo run")
+	fs.StringVar(&c.sweep, "sweep", "", "sweep `PARAM=FROM:TO:STEP`, e.g. tpot=20ms:120ms:10ms or batch=8:128:8")
+	fs.StringArrayVar(&c.find, "find", nil, "find the largest `PARAM` (smallest preroll) that keeps goodput at the target (repeatable)")
+	fs.Float64Var(&c.target, "goodput-target", 0.99, "speech goodput the sweep and --find answers must keep")
+	return c.cmd
+}
+
+// load opens the scenario and applies the flags the user set.
+func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario, error) {
+	s, err := scenarios.Open(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	fs := cmd.Flags()
+	if fs.Changed("turns") {
+		if c.turns < 1 || c.turns > scenarios.MaxTurns {
+			return nil, usagef("--turns must be in 1..%d, got %d", scenarios.MaxTurns, c.turns)
+		}
+		s.Turns = c.turns
+	}
+	if fs.Changed("monte-carlo") {
+		if c.monteCarlo < 0 || c.monteCarlo > sim.MaxRunTurns {
+			return nil, usagef("--monte-carlo must be in 0..%d, got %d", sim.MaxRunTurns, c.monteCarlo)
+		}
+		s.MonteCarlo = c.monteCarlo
+	}
+	if fs.Changed("seed") {
+		s.Seed = c.seed
+	}
+	if !(c.target > 0 && c.target <= 1) {
+		return nil, usagef("--goodput-target must be in (0, 1], got %v", c.target)
+	}
+	if c.workers < 1 {
+		return nil, usagef("--workers must be at least 1, got %d", c.workers)
+	}
+	flagCfg, err := c.engine.config()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &s.Setup.Config
+	for _, o := range []struct {
+		flag  string
+		apply func()
+	}{
+		{"voice", func() { cfg.Voice = flagCfg.Voice }},
+		// a voice profile first, so that explicit flags below win over it
+		{"voice", func() { cfg.Voice, cfg.Synth = flagCfg.Voice, flagCfg.Synth }},
+		{"chunking", func() { cfg.Policy = flagCfg.Policy }},
+		{"wpm", func() { cfg.Voice.WPM = flagCfg.Voice.WPM }},
+		{"token-audio", func() { cfg.Voice.TokenAudio = flagCfg.Voice.TokenAudio }},
+		{"tts-latency", func() { cfg.Synth.TTFA = flagCfg.Synth.TTFA }},
+		{"rtf", func() { cfg.Synth.RTF = flagCfg.Synth.RTF }},
+		{"preroll", func() { cfg.Preroll = flagCfg.Preroll }},
+		{"interruption", func() { cfg.Interruption = flagCfg.Interruption }},
+		{"stall-factor", func() { cfg.StallFactor = flagCfg.StallFactor }},
+	} {
+		if fs.Changed(o.flag) {
+			o.apply()
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+// options sizes the Monte Carlo runs: the scenario's Monte Carlo turns,
+// or its report turns when the Monte Carlo run is off (0).
+func (c *simCommand) options(s *scenarios.Scenario) sim.Options {
+	turns := s.MonteCarlo
+	if turns == 0 {
+		turns = s.Turns
+	}
+	return sim.Options{Turns: max(1, turns), Seed: s.Seed, Workers: c.workers}
+}
+
+func (c *simCommand) run(cmd *cobra.Command, name string) error {
+	s, err := c.load(cmd, name)
+	if err != nil {
+		return err
+	}
+	if c.sweep != "" || len(c.find) > 0 {
+		return c.runQuestions(cmd, s)
+	}
+	return c.runScenario(cmd, s)
+}
+
+// runScenario plays the turns through the session (report, events,
+// sinks), runs the Monte Carlo and checks the expectations.
+func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) error {
+	var buf bytes.Buffer
+	sub := *c.env
+	sub.stdout = &buf
+	sess, err := c.out.begin(&sub, s.Setup.Config)
+	if err != nil {
+		return err
+	}
+	if err := s.EachTurn(cmd.Context(), s.Turns, sess.add); err != nil {
+		sess.abort()
+		return err
+	}
+	reportErr := sess.finish()
+	if reportErr != nil && !errors.Is(reportErr, errFail) {
+		return reportErr
+	}
+	var mc *sim.Result
+	if s.MonteCarlo > 0 {
+		if mc, err = sim.Run(cmd.Context(), &s.Setup.Gen, s.Setup.Config, c.options(s)); err != nil {
+			return err
+		}
+	}
+	checks := scenarios.Checks(s.Expect, scenarios.NewMetrics(sess.report, mc))
+	pass := scenarios.Passed(checks)
+	if len(checks) == 0 {
+		pass = reportErr == nil
+	}
+	w := c.env.stdout
+	if c.out.output == "json" {
+		err = writeSimJSON(w, s, buf.Bytes(), mc, checks, pass)
+	} else {
+		err = writeSimText(w, s, buf.Bytes(), mc, checks, pass)
+	}
+	if err != nil {
+		return err
+	}
+	if !pass {
+		return errFail
+	}
+	return nil
+}
+
+func describeScenario(w io.Writer, s *scenarios.Scenario) {
+	fmt.Fprintf(w, "scenario %s (%s): %s\n", s.Name, s.Source, s.Doc)
+	fmt.Fprintf(w, "generator: %s\n", s.Setup.Gen.String())
+	fmt.Fprintf(w, "turns: %d through the report, %d in the Monte Carlo run; seed %d\n\n", s.Turns, s.MonteCarlo, s.Seed)
+}
+
+func writeSimText(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Result, checks []scenarios.Check, pass bool) error {
+	var b strings.Builder
+	describeScenario(&b, s)
+	b.Write(report)
+	if mc != nil {
+		b.WriteString("\n")
+		writeMonteCarlo(&b, mc)
+	}
+	if len(checks) > 0 {
+		b.WriteString("\nexpectations (they, not the report's verdict above, decide the exit status):\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  line\tmetric\twant\tgot\tresult")
+		for _, ch := range checks {
+			line := "-"
+			if ch.Line > 0 {
+				line = fmt.Sprint(ch.Line)
+			}
+			result := "pass"
+			if !ch.Pass {
+				result = "FAIL"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s %g\t%s\t%s\n", line, ch.Metric, ch.Op, ch.Value, fmtGot(ch.Got), result)
+		}
+		tw.Flush()
+		verdict := "PASS"
+		if !pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "\nscenario verdict: %s\n", verdict)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fmtGot(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// writeMonteCarlo renders a Monte Carlo result for people.
+func writeMonteCarlo(b *strings.Builder, r *sim.Result) {
+	fmt.Fprintf(b, "Monte Carlo: %d turns, %.1f min of speech\n", r.Turns, r.SpeechSeconds/60)
+	fmt.Fprintf(b, "  speech goodput %.4f (95%% Wilson interval %.4f - %.4f): %d turns interrupted\n",
+		r.Goodput, r.GoodputLow, r.GoodputHigh, r.Interrupted)
+	fmt.Fprintf(b, "  interruptions: %d (%.0f ms), %.3f per minute of speech; glitches: %d\n",
+		r.Interruptions, r.InterruptionMs, r.InterruptionsRate, r.Glitches)
+	fmt.Fprintf(b, "  interruptions per minute, per turn: mean %.3f, p50 %.3f, p90 %.3f, p99 %.3f, max %.3f\n",
+		r.PerMinute.Mean, r.PerMinute.P50, r.PerMinute.P90, r.PerMinute.P99, r.PerMinute.Max)
+	b.WriteString("  turns by interruptions:")
+	for n, k := range r.Counts {
+		plus := ""
+		if n == len(r.Counts)-1 {
+			plus = "+"
+		}
+		fmt.Fprintf(b, " %d%s: %d (%.2f%%)", n, plus, k, 100*float64(k)/float64(max(1, r.Turns)))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "  TPOT ms: mean %.1f, p50 %.1f, p99 %.1f, max %.1f\n", r.TPOT.Mean, r.TPOT.P50, r.TPOT.P99, r.TPOT.Max)
+	fmt.Fprintf(b, "  ITL ms: p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f\n", r.ITL.P50, r.ITL.P90, r.ITL.P99, r.ITL.P999, r.ITL.Max)
+	fmt.Fprintf(b, "  stall tolerance ms (%d positions after the player started, %d unbounded): min %.0f, p1 %.0f, p10 %.0f, p50 %.0f\n",
+		r.Positions, r.Unbounded, r.Tolerance.Min, r.Tolerance.P1, r.Tolerance.P10, r.Tolerance.P50)
+	for _, e := range r.Exposure {
+		fmt.Fprintf(b, "  an ITL at the %s (%.1f ms, %.1f ms over the median) would be heard at %.2f%% of positions\n",
+			e.Quantile, e.ITLMs, e.ExcessMs, 100*e.Exposed)
+	}
+}
+
+// simJSON is the JSON form of a sim run; its keys are stable.
+type simJSON struct {
+	Scenario     scenarioJSON    `json:"scenario"`
+	Report       json.RawMessage `json:"report,omitempty"`
+	MonteCarlo   *sim.Result     `json:"monte_carlo,omitempty"`
+	Expectations []checkJSON     `json:"expectations"`
+	Verdict      string          `json:"verdict"`
+	Sweep        []sweepJSON     `json:"sweep,omitempty"`
+	Answers      []answerJSON    `json:"answers,omitempty"`
+}
+
+type scenarioJSON struct {
+	Name       string `json:"name"`
+	Doc        string `json:"doc"`
+	Source     string `json:"source"`
+	Generator  string `json:"generator"`
+	Seed       uint64 `json:"seed"`
+	Turns      int    `json:"turns"`
+	MonteCarlo int    `json:"monte_carlo"`
+}
+
+type checkJSON struct {
+	Metric string   `json:"metric"`
+	Op     string   `json:"op"`
+	Want   float64  `json:"want"`
+	Got    *float64 `json:"got"`
+	Pass   bool     `json:"pass"`
+	Line   int      `json:"line,omitempty"`
+}
+
+type sweepJSON struct {
+	Value  float64     `json:"value"`
+	Label  string      `json:"label"`
+	Result *sim.Result `json:"result"`
+}
+
+type answerJSON struct {
+	Param   string  `json:"param"`
+	Found   bool    `json:"found"`
+	AtBound bool    `json:"at_bound"`
+	Value   float64 `json:"value"`
+	Label   string  `json:"label"`
+	Goodput float64 `json:"speech_goodput"`
+	Target  float64 `json:"target"`
+	Text    string  `json:"text"`
+}
+
+func newScenarioJSON(s *scenarios.Scenario) scenarioJSON {
+	return scenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
+		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo}
+}
+
+func newAnswerJSON(a sim.Answer) answerJSON {
+	return answerJSON{Param: string(a.Param), Found: a.Found, AtBound: a.AtBound, Value: a.Value,
+		Label: a.Param.Format(a.Value), Goodput: a.Goodput, Target: a.Target, Text: a.String()}
+}
+
+func verdictWord(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "fail"
+}
+
+func writeSimJSON(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Result, checks []scenarios.Check, pass bool) error {
+	out := simJSON{Scenario: newScenarioJSON(s), Report: bytes.TrimSpace(report), MonteCarlo: mc,
+		Expectations: []checkJSON{}, Verdict: verdictWord(pass)}
+	for _, ch := range checks {
+		cj := checkJSON{Metric: ch.Metric, Op: ch.Op, Want: ch.Value, Pass: ch.Pass, Line: ch.Line}
+		if !math.IsNaN(ch.Got) {
+			cj.Got = &ch.Got
+		}
+		out.Expectations = append(out.Expectations, cj)
+	}
+	return writeJSON(w, out)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// runQuestions runs the sweep, if any, and answers the inverse questions:
+// the sweep's own parameter within its range, and each --find over its
+// default range.
+func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) error {
+	opts := c.options(s)
+	var (
+		sw      sim.Sweep
+		points  []sim.Point
+		answers []sim.Answer
+		err     error
+	)
+	if c.sweep != "" {
+		if sw, err = sim.ParseSweep(c.sweep); err != nil {
+			return usagef("--sweep: %w", err)
+		}
+		if _, err := s.Setup.With(sw.Param, sw.From); err != nil {
+			return usagef("--sweep: %w", err)
+		}
+		if points, err = sim.RunSweep(cmd.Context(), s.Setup, sw, opts); err != nil {
+			return usageError{err}
+		}
+		a, err := sim.Solve(cmd.Context(), s.Setup, sw.Param, sw.From, sw.To, c.target, opts)
+		if err != nil {
+			return usageError{err}
+		}
+		answers = append(answers, a)
+	}
+	for _, name := range c.find {
+		p, err := sim.ParseParam(name)
+		if err != nil {
+			return usagef("--find: %w", err)
+		}
+		lo, hi, err := s.Setup.Range(p)
+		if err != nil {
+			return usagef("--find %s: %w", p, err)
+		}
+		a, err := sim.Solve(cmd.Context(), s.Setup, p, lo, hi, c.target, opts)
+		if err != nil {
+			return usageError{err}
+		}
+		answers = append(answers, a)
+	}
+	if c.out.output == "json" {
+		out := simJSON{Scenario: newScenarioJSON(s), Expectations: []checkJSON{}, Verdict: "pass"}
+		for _, p := range points {
+			out.Sweep = append(out.Sweep, sweepJSON{Value: p.Value, Label: sw.Param.Format(p.Value), Result: p.Result})
+		}
+		for _, a := range answers {
+			out.Answers = append(out.Answers, newAnswerJSON(a))
+		}
+		return writeJSON(c.env.stdout, out)
+	}
+	var b strings.Builder
+	describeScenario(&b, s)
+	if len(points) > 0 {
+		fmt.Fprintf(&b, "sweep %s: %d values, %d turns each (the same turns at every value)\n\n", sw, len(points), opts.Turns)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%s\tgoodput\t95%% interval\tinterrupted turns\tinterruptions/min\tTPOT p50 ms\tITL p99 ms\tITL max ms\t\n", sw.Param)
+		for _, p := range points {
+			r := p.Result
+			mark := ""
+			if r.Goodput < c.target {
+				mark = " <"
+			}
+			fmt.Fprintf(tw, "%s\t%.4f%s\t%.4f-%.4f\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t\n", sw.Param.Format(p.Value), r.Goodput, mark,
+				r.GoodputLow, r.GoodputHigh, r.Interrupted, r.InterruptionsRate, r.TPOT.P50, r.ITL.P99, r.ITL.Max)
+		}
+		tw.Flush()
+		fmt.Fprintf(&b, "\n(< marks goodput below the target %g)\n", c.target)
+	} else {
+		fmt.Fprintf(&b, "each probe simulates the same %d turns\n", opts.Turns)
+	}
+	for _, a := range answers {
+		fmt.Fprintf(&b, "%s\n", a)
+	}
+	_, err = io.WriteString(c.env.stdout, b.String())
+	return err
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// simRun runs the command line and returns exit code, stdout, stderr.
+func simRun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestSimBuiltin(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := simRun(t, "sim", "tpot-50ms", "--monte-carlo", "50")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	for _, want := range []string{"scenario tpot-50ms", "underrun report: 7 turns", "Monte Carlo: 50 turns", "Wilson", "expectations", "scenario verdict: PASS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSimSameSeedSameBytes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, format := range []string{"text", "json"} {
+		var outs, events []string
+		for i := range 2 {
+			ev := filepath.Join(dir, format+string(rune('a'+i))+".jsonl")
+			code, out, stderr := simRun(t, "sim", "prefill-unchunked", "--turns", "8", "--monte-carlo", "200", "-o", format, "--per-turn", "--events", ev)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs, events = append(outs, out), append(events, string(data))
+		}
+		if outs[0] != outs[1] || events[0] != events[1] {
+			t.Errorf("%s: the same seed gave different bytes", format)
+		}
+		if len(events[0]) == 0 {
+			t.Errorf("no events written")
+		}
+	}
+	_, a, _ := simRun(t, "sim", "policy-word", "--turns", "5", "--monte-carlo", "100", "--seed", "1")
+	_, b, _ := simRun(t, "sim", "policy-word", "--turns", "5", "--monte-carlo", "100", "--seed", "2")
+	if a == b {
+		t.Errorf("different seeds, same output")
+	}
+}
+
+func TestSimExpectationFails(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "stall.yaml")
+	src := "generator:\n  kind: constant\n  tpot: 40ms\n  stalls: [{token: 3, delay: 2s}]\nturns: 2\nmonte_carlo: 10\nexpect:\n  interruptions: 0\n  tpot_p50_ms: \"< 100\"\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := simRun(t, "sim", file)
+	if code != exitFail {
+		t.Errorf("exit %d, want %d", code, exitFail)
+	}
+	if !strings.Contains(out, "FAIL") || !strings.Contains(out, "interruptions") {
+		t.Errorf("output does not name the failed expectation:\n%s", out)
+	}
+	code, out, _ = simRun(t, "sim", file, "-o", "json")
+	var v struct {
+		Verdict      string `json:"verdict"`
+		Expectations []struct {
+			Metric string   `json:"metric"`
+			Pass   bool     `json:"pass"`
+			Got    *float64 `json:"got"`
+			Line   int      `json:"line"`
+		} `json:"expectations"`
+		Report map[string]any `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	if code != exitFail || v.Verdict != "fail" || len(v.Expectations) != 2 || v.Expectations[0].Pass || !v.Expectations[1].Pass || v.Expectations[0].Line != 8 {
+		t.Errorf("exit %d, %+v", code, v)
+	}
+	if v.Report["turns"] != 2.0 {
+		t.Errorf("report turns %v", v.Report["turns"])
+	}
+}
+
+func TestSimBadInput(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(file, []byte("generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  chunking: paragraph\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"sim", file},
+		{"sim", "no-such-scenario"},
+		{"sim", "tpot-50ms", "--sweep", "batch=1:8:1"},
+		{"sim", "tpot-50ms", "--sweep", "tpot=fast"},
+		{"sim", "tpot-50ms", "--find", "loudness"},
+		{"sim", "tpot-50ms", "--goodput-target", "2"},
+		{"sim"},
+	} {
+		code, _, stderr := simRun(t, args...)
+		if code != exitUsage || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	_, _, stderr := simRun(t, "sim", file)
+	if !strings.Contains(stderr, "line 5") || !strings.Contains(stderr, "tts.chunking") {
+		t.Errorf("error does not name line and field: %s", stderr)
+	}
+}
+
+// TestSimFlagsOverride: a speech-model flag overrides the scenario only
+// when given.
+func TestSimFlagsOverride(t *testing.T) {
+	t.Parallel()
+	latency := func(args ...string) float64 {
+		code, out, stderr := simRun(t, append([]string{"sim", "tpot-50ms", "--monte-carlo", "10", "-o", "json"}, args...)...)
+		if code != exitOK && code != exitFail {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var v struct {
+			Report struct {
+				Config struct {
+					TTSLatencyMs float64 `json:"tts_latency_ms"`
+					Chunking     string  `json:"chunking"`
+				} `json:"config"`
+			} `json:"report"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.Report.Config.TTSLatencyMs
+	}
+	if got := latency(); got != 100 {
+		t.Errorf("scenario TTS latency %v ms, want its 100", got)
+	}
+	if got := latency("--tts-latency", "700ms"); got != 700 {
+		t.Errorf("--tts-latency 700ms gave %v ms", got)
+	}
+}
+
+func TestSimSweepAndFind(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := simRun(t, "sim", "tpot-50ms", "--monte-carlo", "7", "--sweep", "tpot=100ms:250ms:50ms", "--find", "preroll")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"sweep tpot=100ms:250ms:50ms: 4 values", "150ms", "largest tpot with speech goodput >= 0.99: 192.", "smallest preroll"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestScenariosCommand(t *testing.T) {
+	t.Parallel()
+	code, out, _ := simRun(t, "scenarios")
+	if code != exitOK || strings.Count(out, "\n") < 12 || !strings.Contains(out, "prefill-chunked") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = simRun(t, "scenarios", "tpot-50ms")
+	if code != exitOK || !strings.Contains(out, "kind: constant") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = simRun(t, "scenarios", "--metrics")
+	if code != exitOK || !strings.Contains(out, "tpot_p50_ms") || !strings.Contains(out, "mc_goodput_low") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if code, _, _ := simRun(t, "scenarios", "nope"); code != exitUsage {
+		t.Errorf("unknown scenario: exit %d", code)
+	}
+}

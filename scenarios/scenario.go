@@ -1,0 +1,657 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+	"github.com/speech-pipeline/underrun/sim"
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// Defaults of a scenario.
+const (
+	DefaultTurns      = 20
+	DefaultMonteCarlo = 1000
+	DefaultSeed       = 1
+	// MaxTurns bounds the turns that go through the report, which keeps
+	// every inter-token latency.
+	MaxTurns = 1_000_000
+)
+
+// ErrScenario reports a scenario file that cannot be read or run.
+var ErrScenario = errors.New("invalid scenario")
+
+// The generator kinds a scenario file accepts.
+const (
+	KindConstant  = "constant"
+	KindLognormal = "lognormal"
+	KindGamma     = "gamma"
+	KindEmpirical = "empirical"
+	KindRoofline  = "roofline"
+)
+
+// Kinds lists the generator kinds.
+var Kinds = []string{KindConstant, KindLognormal, KindGamma, KindEmpirical, KindRoofline}
+
+// File is a scenario file as written: see the package documentation for
+// its fields.
+type File struct {
+	Name       string        `yaml:"name"`
+	Doc        string        `yaml:"doc"`
+	Seed       *uint64       `yaml:"seed"`
+	Turns      int           `yaml:"turns"`
+	MonteCarlo int           `yaml:"monte_carlo"`
+	Text       string        `yaml:"text"`
+	Corpus     []string      `yaml:"corpus"`
+	CorpusFile string        `yaml:"corpus_file"`
+	Tokens     int           `yaml:"tokens"`
+	Generator  GeneratorFile `yaml:"generator"`
+	TTS        TTSFile       `yaml:"tts"`
+	Expect     yaml.MapSlice `yaml:"expect"`
+}
+
+// GeneratorFile is the generator section of a scenario file.
+type GeneratorFile struct {
+	Kind string `yaml:"kind"`
+	// constant, lognormal, gamma
+	TTFT   *time.Duration `yaml:"ttft"`
+	TPOT   time.Duration  `yaml:"tpot"`
+	CV     float64        `yaml:"cv"`
+	Stalls []sim.Stall    `yaml:"stalls"`
+	// empirical
+	Trace string          `yaml:"trace"`
+	ITLs  []time.Duration `yaml:"itls"`
+	TTFTs []time.Duration `yaml:"ttfts"`
+	// roofline
+	GPU                 string        `yaml:"gpu"`
+	Model               string        `yaml:"model"`
+	GPUs                int           `yaml:"gpus"`
+	Weights             string        `yaml:"weights"`
+	KVCache             string        `yaml:"kv_cache"`
+	Batch               int           `yaml:"batch"`
+	Prompt              int           `yaml:"prompt_tokens"`
+	Context             int           `yaml:"context"`
+	BandwidthEfficiency float64       `yaml:"bandwidth_efficiency"`
+	ComputeEfficiency   float64       `yaml:"compute_efficiency"`
+	Overhead            time.Duration `yaml:"overhead"`
+	Prefill             *PrefillFile  `yaml:"prefill"`
+	// any kind
+	Speculative *SpeculativeFile `yaml:"speculative"`
+	Reasoning   *LengthsFile     `yaml:"reasoning"`
+}
+
+// PrefillFile is the prefill interference of a roofline generator.
+type PrefillFile struct {
+	Rate    float64     `yaml:"rate"`
+	Prompt  LengthsFile `yaml:"prompt_tokens"`
+	Chunked bool        `yaml:"chunked"`
+	Budget  int         `yaml:"token_budget"`
+}
+
+// LengthsFile is a distribution of token counts.
+type LengthsFile struct {
+	Mean float64 `yaml:"mean"`
+	CV   float64 `yaml:"cv"`
+	Dist string  `yaml:"dist"`
+	Min  int     `yaml:"min"`
+	Max  int     `yaml:"max"`
+}
+
+// SpeculativeFile is speculative decoding.
+type SpeculativeFile struct {
+	Draft      int     `yaml:"draft_tokens"`
+	Acceptance float64 `yaml:"acceptance"`
+	Cost       float64 `yaml:"draft_cost"`
+}
+
+// TTSFile is the speech side: chunking policy, synthesizer, voice and
+// player.
+type TTSFile struct {
+	Chunking     string         `yaml:"chunking"`
+	TTFA         *time.Duration `yaml:"ttfa"`
+	RTF          *float64       `yaml:"rtf"`
+	WPM          float64        `yaml:"wpm"`
+	TokenAudio   time.Duration  `yaml:"token_audio"`
+	Preroll      time.Duration  `yaml:"preroll"`
+	Interruption time.Duration  `yaml:"interruption"`
+}
+
+// Scenario is a loaded, validated scenario, ready to run.
+type Scenario struct {
+	// Name and Doc identify it.
+	Name, Doc string
+	// Source is where it was read from (a path, or "builtin:NAME").
+	Source string
+	// Seed, Turns and MonteCarlo are the run's size: Turns go through the
+	// report, MonteCarlo through the parallel statistics.
+	Seed              uint64
+	Turns, MonteCarlo int
+	// Setup is the generator and the speech model.
+	Setup sim.Setup
+	// Expect are the expectations, in file order.
+	Expect []Expectation
+	// File is the file as decoded.
+	File File
+}
+
+// lineFinder locates fields of the parsed file for error messages.
+type lineFinder struct {
+	file *ast.File
+}
+
+func (l lineFinder) line(field string) int {
+	if l.file == nil {
+		return 0
+	}
+	p, err := yaml.PathString("$." + field)
+	if err != nil {
+		return 0
+	}
+	n, err := p.FilterFile(l.file)
+	if err != nil || n == nil || n.GetToken() == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+// loader holds what Parse needs to turn a File into a Scenario.
+type loader struct {
+	name  string
+	lines lineFinder
+	fsys  fs.FS // for corpus_file and trace, relative to the scenario
+	dir   string
+}
+
+// fieldError names the scenario, the line when known, the field and what
+// was expected.
+func (ld *loader) fieldError(field string, err error) error {
+	if l := ld.lines.line(field); l > 0 {
+		return fmt.Errorf("%w %s: line %d: %s: %w", ErrScenario, ld.name, l, field, err)
+	}
+	return fmt.Errorf("%w %s: %s: %w", ErrScenario, ld.name, field, err)
+}
+
+func (ld *loader) fieldErrorf(field, format string, args ...any) error {
+	return ld.fieldError(field, fmt.Errorf(format, args...))
+}
+
+var (
+	yamlPos    = regexp.MustCompile(`^\[(\d+):(\d+)\] `)
+	yamlQuoted = regexp.MustCompile(`"([^"]*)"`)
+)
+
+// decodeMessage turns a YAML decoding error into one line that says where.
+// Some errors (a bad duration) carry no position: the line of the first
+// value they quote is found in the source instead.
+func decodeMessage(data []byte, err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if yamlPos.MatchString(msg) {
+		return yamlPos.ReplaceAllString(msg, "line $1, column $2: ")
+	}
+	if strings.Contains(msg, "invalid duration") {
+		msg += " (want a duration such as 50ms or 1.5s)"
+	}
+	if m := yamlQuoted.FindStringSubmatch(msg); m != nil {
+		for _, tok := range lexer.Tokenize(string(data)) {
+			if tok.Value == m[1] && tok.Position != nil {
+				return fmt.Sprintf("line %d, column %d: %s", tok.Position.Line, tok.Position.Column, msg)
+			}
+		}
+	}
+	return msg
+}
+
+// Parse reads a scenario from YAML. name labels errors; fsys and dir,
+// when fsys is not nil, resolve the files it names (corpus_file, trace).
+func Parse(data []byte, name string, fsys fs.FS, dir string) (*Scenario, error) {
+	var f File
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField()); err != nil {
+		return nil, fmt.Errorf("%w %s: %s", ErrScenario, name, decodeMessage(data, err))
+	}
+	file, _ := parser.ParseBytes(data, 0)
+	ld := &loader{name: name, lines: lineFinder{file}, fsys: fsys, dir: dir}
+	return ld.build(f)
+}
+
+func (ld *loader) build(f File) (*Scenario, error) {
+	s := &Scenario{Name: f.Name, Doc: strings.TrimSpace(f.Doc), File: f, Seed: DefaultSeed, Turns: DefaultTurns, MonteCarlo: DefaultMonteCarlo}
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(path.Base(filepath.ToSlash(ld.name)), path.Ext(ld.name))
+	}
+	if f.Seed != nil {
+		s.Seed = *f.Seed
+	}
+	switch {
+	case f.Turns < 0 || f.Turns > MaxTurns:
+		return nil, ld.fieldErrorf("turns", "want a number of turns in 1..%d, got %d", MaxTurns, f.Turns)
+	case f.Turns > 0:
+		s.Turns = f.Turns
+	}
+	switch {
+	case f.MonteCarlo < 0 || f.MonteCarlo > sim.MaxRunTurns:
+		return nil, ld.fieldErrorf("monte_carlo", "want a number of turns in 0..%d (0: the default %d), got %d", sim.MaxRunTurns, DefaultMonteCarlo, f.MonteCarlo)
+	case f.MonteCarlo > 0:
+		s.MonteCarlo = f.MonteCarlo
+	}
+	gen, err := ld.generator(f)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ld.tts(f.TTS)
+	if err != nil {
+		return nil, err
+	}
+	s.Setup = sim.Setup{Gen: gen, Config: cfg}
+	if s.Expect, err = ld.expectations(f.Expect); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// texts returns the corpus the scenario speaks.
+func (ld *loader) texts(f File) ([]string, error) {
+	given := 0
+	for _, set := range []bool{f.Text != "", len(f.Corpus) > 0, f.CorpusFile != "", f.Tokens != 0} {
+		if set {
+			given++
+		}
+	}
+	if given > 1 {
+		return nil, fmt.Errorf("%w %s: give one of text, corpus, corpus_file or tokens", ErrScenario, ld.name)
+	}
+	switch {
+	case f.Text != "":
+		if strings.TrimSpace(f.Text) == "" {
+			return nil, ld.fieldErrorf("text", "want some text to speak")
+		}
+		return []string{strings.TrimSpace(f.Text)}, nil
+	case len(f.Corpus) > 0:
+		for i, t := range f.Corpus {
+			if strings.TrimSpace(t) == "" {
+				return nil, ld.fieldErrorf(fmt.Sprintf("corpus[%d]", i), "want some text to speak, got an empty entry")
+			}
+		}
+		return f.Corpus, nil
+	case f.CorpusFile != "":
+		data, err := ld.readFile(f.CorpusFile)
+		if err != nil {
+			return nil, ld.fieldError("corpus_file", err)
+		}
+		texts := SplitCorpus(string(data))
+		if len(texts) == 0 {
+			return nil, ld.fieldErrorf("corpus_file", "%s holds no text (want paragraphs separated by blank lines)", f.CorpusFile)
+		}
+		return texts, nil
+	case f.Tokens < 0:
+		return nil, ld.fieldErrorf("tokens", "want a positive token count, got %d", f.Tokens)
+	case f.Tokens > 0:
+		return nil, nil
+	}
+	return []string{DefaultText()}, nil
+}
+
+var blankLine = regexp.MustCompile(`\n\s*\n`)
+
+// SplitCorpus splits a text file into answers at blank lines.
+func SplitCorpus(s string) []string {
+	var out []string
+	for _, p := range blankLine.Split(strings.ReplaceAll(s, "\r\n", "\n"), -1) {
+		if p = strings.Join(strings.Fields(p), " "); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (ld *loader) readFile(name string) ([]byte, error) {
+	if ld.fsys == nil {
+		return nil, fmt.Errorf("cannot read %s: the scenario was not loaded from a file", name)
+	}
+	p := path.Join(ld.dir, filepath.ToSlash(name))
+	if path.IsAbs(filepath.ToSlash(name)) {
+		return os.ReadFile(name)
+	}
+	return fs.ReadFile(ld.fsys, p)
+}
+
+func (ld *loader) lengths(field string, l LengthsFile) (sim.Lengths, error) {
+	out := sim.Lengths{Dist: sim.Dist{Shape: l.Dist, Mean: l.Mean, CV: l.CV}, Min: l.Min, Max: l.Max}
+	if l.Dist == "" && l.CV > 0 {
+		out.Shape = sim.ShapeLognormal
+	}
+	if err := out.Validate(); err != nil {
+		return out, ld.fieldError(field, err)
+	}
+	return out, nil
+}
+
+func (ld *loader) generator(f File) (sim.Generator, error) {
+	g := f.Generator
+	var gen sim.Generator
+	texts, err := ld.texts(f)
+	if err != nil {
+		return gen, err
+	}
+	gen.Texts, gen.Tokens = texts, f.Tokens
+	ttft := 250 * time.Millisecond
+	if g.TTFT != nil {
+		ttft = *g.TTFT
+	}
+	needTPOT := func() error {
+		if g.TPOT <= 0 {
+			return ld.fieldErrorf("generator.tpot", "kind %s needs a positive tpot such as 50ms, got %v", g.Kind, g.TPOT)
+		}
+		return nil
+	}
+	if err := ld.onlyFor(g); err != nil {
+		return gen, err
+	}
+	switch g.Kind {
+	case KindConstant:
+		if err := needTPOT(); err != nil {
+			return gen, err
+		}
+		if g.CV != 0 {
+			return gen, ld.fieldErrorf("generator.cv", "a constant generator has no variation (use kind lognormal or gamma)")
+		}
+		gen.Timing = sim.Constant{TTFT: ttft, TPOT: g.TPOT, Stalls: g.Stalls}
+	case KindLognormal, KindGamma:
+		if err := needTPOT(); err != nil {
+			return gen, err
+		}
+		if !(g.CV > 0) {
+			return gen, ld.fieldErrorf("generator.cv", "kind %s needs a coefficient of variation > 0 such as 0.5, got %v", g.Kind, g.CV)
+		}
+		gen.Timing = sim.Sampled{TTFT: ttft, ITL: sim.Dist{Shape: g.Kind, Mean: g.TPOT.Seconds(), CV: g.CV}}
+	case KindEmpirical:
+		e := sim.Empirical{ITLs: g.ITLs, TTFTs: g.TTFTs}
+		if g.Trace != "" {
+			if len(g.ITLs) > 0 {
+				return gen, ld.fieldErrorf("generator.itls", "give a trace or itls, not both")
+			}
+			if e, err = ld.empirical(g.Trace); err != nil {
+				return gen, ld.fieldError("generator.trace", err)
+			}
+		}
+		if len(e.ITLs) == 0 {
+			return gen, ld.fieldErrorf("generator", "kind empirical needs a trace file or a list of itls")
+		}
+		if len(e.TTFTs) == 0 {
+			e.TTFTs = []time.Duration{ttft}
+		}
+		if g.TPOT > 0 {
+			t, _ := e.With(sim.ParamTPOT, float64(g.TPOT))
+			e = t.(sim.Empirical)
+		}
+		gen.Timing = e
+	case KindRoofline:
+		r, err := ld.roofline(g)
+		if err != nil {
+			return gen, err
+		}
+		gen.Timing = r
+	default:
+		return gen, ld.fieldErrorf("generator.kind", "want one of %s, got %q", strings.Join(Kinds, ", "), g.Kind)
+	}
+	if g.Speculative != nil {
+		gen.Speculative = sim.Speculative{Draft: g.Speculative.Draft, Acceptance: g.Speculative.Acceptance, Cost: g.Speculative.Cost}
+		if gen.Speculative.Draft < 1 {
+			return gen, ld.fieldErrorf("generator.speculative.draft_tokens", "want at least 1 draft token, got %d", gen.Speculative.Draft)
+		}
+		if err := gen.Speculative.Validate(); err != nil {
+			return gen, ld.fieldError("generator.speculative", err)
+		}
+	}
+	if g.Reasoning != nil {
+		if gen.Reasoning, err = ld.lengths("generator.reasoning", *g.Reasoning); err != nil {
+			return gen, err
+		}
+		if !(gen.Reasoning.Mean > 0) {
+			return gen, ld.fieldErrorf("generator.reasoning.mean", "want a positive mean number of reasoning tokens, got %v", gen.Reasoning.Mean)
+		}
+	}
+	if err := gen.Validate(); err != nil {
+		return gen, ld.fieldError("generator", err)
+	}
+	return gen, nil
+}
+
+// onlyFor rejects fields that the generator's kind does not use.
+func (ld *loader) onlyFor(g GeneratorFile) error {
+	type field struct {
+		name string
+		set  bool
+		kind []string
+	}
+	fields := []field{
+		{"tpot", g.TPOT != 0, []string{KindConstant, KindLognormal, KindGamma, KindEmpirical}},
+		{"cv", g.CV != 0, []string{KindConstant, KindLognormal, KindGamma}},
+		{"ttft", g.TTFT != nil, []string{KindConstant, KindLognormal, KindGamma, KindEmpirical}},
+		{"stalls", len(g.Stalls) > 0, []string{KindConstant}},
+		{"trace", g.Trace != "", []string{KindEmpirical}},
+		{"itls", len(g.ITLs) > 0, []string{KindEmpirical}},
+		{"ttfts", len(g.TTFTs) > 0, []string{KindEmpirical}},
+		{"gpu", g.GPU != "", []string{KindRoofline}},
+		{"model", g.Model != "", []string{KindRoofline}},
+		{"gpus", g.GPUs != 0, []string{KindRoofline}},
+		{"weights", g.Weights != "", []string{KindRoofline}},
+		{"kv_cache", g.KVCache != "", []string{KindRoofline}},
+		{"batch", g.Batch != 0, []string{KindRoofline}},
+		{"prompt_tokens", g.Prompt != 0, []string{KindRoofline}},
+		{"context", g.Context != 0, []string{KindRoofline}},
+		{"bandwidth_efficiency", g.BandwidthEfficiency != 0, []string{KindRoofline}},
+		{"compute_efficiency", g.ComputeEfficiency != 0, []string{KindRoofline}},
+		{"overhead", g.Overhead != 0, []string{KindRoofline}},
+		{"prefill", g.Prefill != nil, []string{KindRoofline}},
+	}
+	known := false
+	for _, k := range Kinds {
+		known = known || k == g.Kind
+	}
+	if !known {
+		return nil // the kind itself is reported
+	}
+	for _, f := range fields {
+		if !f.set {
+			continue
+		}
+		ok := false
+		for _, k := range f.kind {
+			ok = ok || k == g.Kind
+		}
+		if !ok {
+			return ld.fieldErrorf("generator."+f.name, "not used by kind %s (only by %s)", g.Kind, strings.Join(f.kind, ", "))
+		}
+	}
+	return nil
+}
+
+func (ld *loader) roofline(g GeneratorFile) (sim.Roofline, error) {
+	var r sim.Roofline
+	gpu, err := sim.LookupGPU(g.GPU)
+	if err != nil {
+		return r, ld.fieldError("generator.gpu", err)
+	}
+	model, err := sim.LookupModel(g.Model)
+	if err != nil {
+		return r, ld.fieldError("generator.model", err)
+	}
+	r = sim.Roofline{
+		GPU: gpu, Model: model, GPUs: g.GPUs, Weights: g.Weights, KVCache: g.KVCache,
+		Batch: g.Batch, Prompt: g.Prompt, Context: g.Context,
+		BandwidthEfficiency: g.BandwidthEfficiency, ComputeEfficiency: g.ComputeEfficiency,
+		Overhead: g.Overhead,
+	}
+	if r.Batch == 0 {
+		r.Batch = 1
+	}
+	for _, c := range []struct {
+		field string
+		bad   bool
+		want  string
+	}{
+		{"generator.batch", g.Batch < 0, "a batch size >= 1"},
+		{"generator.gpus", g.GPUs < 0, "a GPU count >= 1"},
+		{"generator.prompt_tokens", g.Prompt < 0, "a prompt length >= 1"},
+		{"generator.context", g.Context < 0, "a context length >= 1"},
+		{"generator.bandwidth_efficiency", !(g.BandwidthEfficiency >= 0 && g.BandwidthEfficiency <= 1), "a share in (0, 1]"},
+		{"generator.compute_efficiency", !(g.ComputeEfficiency >= 0 && g.ComputeEfficiency <= 1), "a share in (0, 1]"},
+		{"generator.weights", g.Weights != "" && sim.Dtypes[g.Weights] == 0, "one of fp32, fp16, bf16, fp8, int8, int4"},
+		{"generator.kv_cache", g.KVCache != "" && sim.Dtypes[g.KVCache] == 0, "one of fp32, fp16, bf16, fp8, int8, int4"},
+	} {
+		if c.bad {
+			return r, ld.fieldErrorf(c.field, "want %s", c.want)
+		}
+	}
+	if p := g.Prefill; p != nil {
+		if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
+			return r, ld.fieldErrorf("generator.prefill.rate", "want the interfering requests' arrival rate per second > 0, got %v", p.Rate)
+		}
+		if !(p.Prompt.Mean > 0) {
+			return r, ld.fieldErrorf("generator.prefill.prompt_tokens.mean", "want a positive mean prompt length, got %v", p.Prompt.Mean)
+		}
+		if p.Budget < 0 || (p.Budget > 0 && !p.Chunked) {
+			return r, ld.fieldErrorf("generator.prefill.token_budget", "want a positive token budget, with chunked: true")
+		}
+		lengths, err := ld.lengths("generator.prefill.prompt_tokens", p.Prompt)
+		if err != nil {
+			return r, err
+		}
+		r.Prefill = sim.Prefill{Rate: p.Rate, Prompt: lengths, Chunked: p.Chunked, Budget: p.Budget}
+	}
+	if err := r.Validate(); err != nil {
+		return r, ld.fieldError("generator", err)
+	}
+	return r, nil
+}
+
+// empirical reads a trace in any supported format and pools its TTFTs and
+// inter-token latencies.
+func (ld *loader) empirical(name string) (sim.Empirical, error) {
+	var e sim.Empirical
+	data, err := ld.readFile(name)
+	if err != nil {
+		return e, err
+	}
+	dec, err := trace.Open(strings.NewReader(string(data)), name, "auto")
+	if err != nil {
+		return e, err
+	}
+	for {
+		t, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return e, err
+		}
+		if len(t.Chunks) == 0 {
+			continue
+		}
+		e.TTFTs = append(e.TTFTs, t.Chunks[0].At)
+		for i := 1; i < len(t.Chunks); i++ {
+			e.ITLs = append(e.ITLs, t.Chunks[i].At-t.Chunks[i-1].At)
+		}
+	}
+	if len(e.ITLs) == 0 {
+		return e, fmt.Errorf("%s holds no inter-token latencies (want turns of at least two chunks)", name)
+	}
+	return e, nil
+}
+
+func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
+	cfg := pipeline.DefaultConfig()
+	if t.Chunking != "" {
+		p, err := tts.ParsePolicy(t.Chunking)
+		if err != nil {
+			return cfg, ld.fieldError("tts.chunking", err)
+		}
+		cfg.Policy = p
+	}
+	if t.TTFA != nil {
+		if *t.TTFA < 0 {
+			return cfg, ld.fieldErrorf("tts.ttfa", "want a time to first audio >= 0, got %v", *t.TTFA)
+		}
+		cfg.Synth.TTFA = *t.TTFA
+	}
+	if t.RTF != nil {
+		if !(*t.RTF >= 0) || math.IsInf(*t.RTF, 0) {
+			return cfg, ld.fieldErrorf("tts.rtf", "want a real-time factor >= 0, got %v", *t.RTF)
+		}
+		cfg.Synth.RTF = *t.RTF
+	}
+	for _, c := range []struct {
+		field string
+		bad   bool
+		want  string
+	}{
+		{"tts.wpm", t.WPM < 0 || math.IsNaN(t.WPM) || math.IsInf(t.WPM, 0), "a speaking rate in words per minute > 0"},
+		{"tts.token_audio", t.TokenAudio < 0, "a duration >= 0"},
+		{"tts.preroll", t.Preroll < 0, "a duration >= 0"},
+		{"tts.interruption", t.Interruption < 0, "a duration > 0"},
+	} {
+		if c.bad {
+			return cfg, ld.fieldErrorf(c.field, "want %s", c.want)
+		}
+	}
+	if t.WPM > 0 {
+		cfg.Voice.WPM = t.WPM
+	}
+	cfg.Voice.TokenAudio = t.TokenAudio
+	cfg.Preroll = t.Preroll
+	if t.Interruption > 0 {
+		cfg.Interruption = t.Interruption
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, ld.fieldError("tts", err)
+	}
+	return cfg, nil
+}
+
+// Load reads a scenario from a file on disk.
+func Load(file string) (*Scenario, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	dir := filepath.Dir(abs)
+	s, err := Parse(data, file, os.DirFS(dir), ".")
+	if err != nil {
+		return nil, err
+	}
+	s.Source = file
+	return s, nil
+}
+
+// Open loads a scenario by file name, or by the name of a built-in one.
+func Open(nameOrFile string) (*Scenario, error) {
+	if _, err := os.Stat(nameOrFile); err == nil {
+		return Load(nameOrFile)
+	}
+	if s, err := Builtin(nameOrFile); err == nil {
+		return s, nil
+	} else if !errors.Is(err, ErrUnknown) {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w %q: no such file, and no built-in scenario of that name (see `underrun scenarios`)", ErrUnknown, nameOrFile)
+}
