@@ -99,6 +99,10 @@ type Report struct {
 	Config                 *ConfigReport     `json:"config,omitempty"`
 	PerTurn                []TurnReport      `json:"per_turn,omitempty"`
 	List                   []UnderrunReport  `json:"underrun_list,omitempty"`
+	// Tools are the file's figures under the conventions of the benchmark
+	// tool that wrote it, compared with the summary it saved (set by the
+	// reader of a tool's file; see trace.Parity).
+	Tools []ToolFigures `json:"tool_figures,omitempty"`
 
 	opts                         ReportOptions
 	ttft, ttfst, tpot, itl, e2el Sample
@@ -300,15 +304,15 @@ func (r *Report) Close() {
 		v.Result = "fail"
 	}
 	if r.TurnsOverSLO > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d turns have TPOT above the %s SLO (worst %.1f ms)",
-			r.TurnsOverSLO, r.tpot.Len(), fmtMs(r.TPOTSLOMs), r.TPOT.Max))
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %s %s TPOT above the %s SLO (worst %.1f ms)",
+			r.TurnsOverSLO, plural(r.tpot.Len(), "turn"), pick(r.TurnsOverSLO, "has", "have"), fmtMs(r.TPOTSLOMs), r.TPOT.Max))
 	}
 	if r.Interruptions.Count > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%d interruptions (%.0f ms of silence) in %d turns; worst turn %s",
-			r.Interruptions.Count, r.Interruptions.TotalMs, r.Turns-r.good-r.TurnsFailed, r.worstTurn))
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%.0f ms of silence) in %s; worst turn %s",
+			plural(r.Interruptions.Count, "interruption"), r.Interruptions.TotalMs, plural(r.Turns-r.good-r.TurnsFailed, "turn"), r.worstTurn))
 	}
 	if r.TurnsFailed > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%d turns failed", r.TurnsFailed))
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%s failed", plural(r.TurnsFailed, "turn")))
 	}
 	if len(v.Reasons) > 0 {
 		v.Result = "fail"
@@ -344,7 +348,7 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 func (r *Report) WriteText(w io.Writer) error {
 	r.Close()
 	var b strings.Builder
-	fmt.Fprintf(&b, "underrun report: %d turns (%d ok, %d failed, %d without speech)\n", r.Turns, r.TurnsOK, r.TurnsFailed, r.TurnsSilent)
+	fmt.Fprintf(&b, "underrun report: %s (%d ok, %d failed, %d without speech)\n", plural(r.Turns, "turn"), r.TurnsOK, r.TurnsFailed, r.TurnsSilent)
 	if c := r.Config; c != nil {
 		fmt.Fprintf(&b, "speech: %s chunking, %.0f wpm (%.0f ms per text-less token), TTS latency %s, RTF %.2g, pre-roll %s, interruption >= %s\n",
 			c.Chunking, c.WPM, c.TokenAudioMs, fmtMs(c.TTSLatencyMs), c.RTF, fmtMs(c.PrerollMs), fmtMs(c.InterruptionMs))
@@ -365,6 +369,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("first audio (TTFA)", r.TTFA)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, f := range r.Tools {
+		f.writeText(&b)
 	}
 	fmt.Fprintf(&b, "\nspeech: %.1f s; underruns: %d (%.0f ms); glitches: %d (%.0f ms); interruptions: %d (%.0f ms, %.2f per minute of speech)\n",
 		r.SpeechMs/1000, r.Underruns.Count, r.Underruns.TotalMs, r.Glitches.Count, r.Glitches.TotalMs,
@@ -419,6 +426,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural writes a count with its noun, adding an s unless it is one.
+func plural(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, pick(n, noun, noun+"s"))
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func optMs(v *float64, prec int) string {

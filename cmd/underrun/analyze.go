@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,10 @@ ITL behind it, a chunk held by the chunking policy, a slow synthesizer, the
 stream's pace, or a thin start-up buffer).
 
 Reads the named files, or standard input when there are none. The format is
-told from the content (or --format).
+told from the content (or --format). For the result files of benchmark tools
+(vLLM bench serve, SGLang bench_serving, AIPerf, GenAI-Perf) the report adds
+the TTFT, TPOT and ITL figures as that tool computes them, and compares them
+with the summary the tool saved in the file, if any.
 
 Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
 2 bad usage or bad input.`
@@ -81,19 +83,21 @@ func (a *analyzeCommand) run(cmd *cobra.Command, args []string) error {
 }
 
 func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) error {
-	var r io.Reader = a.env.stdin
-	label := "stdin"
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return usageError{err}
-		}
-		defer f.Close()
-		r, label = f, name
-	}
-	dec, err := trace.Open(r, label, a.format)
+	in, err := openInput(a.env, name)
 	if err != nil {
-		return usageError{err}
+		return err
+	}
+	defer in.Close()
+	dec, err := in.decoder(a.format)
+	if err != nil {
+		return err
+	}
+	// a benchmark tool's file: its figures as that tool computes them,
+	// compared with the summary it saved
+	td, _ := dec.(trace.ToolDecoder)
+	var parity *trace.Parity
+	if td != nil {
+		parity = trace.NewParity(td.Tool())
 	}
 	for {
 		if err := cmd.Context().Err(); err != nil {
@@ -101,13 +105,22 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) e
 		}
 		t, err := dec.Next()
 		if errors.Is(err, io.EOF) {
+			if parity != nil {
+				for _, f := range parity.Figures(td.ToolSummaries()) {
+					f.File = in.label
+					s.report.Tools = append(s.report.Tools, f)
+				}
+			}
 			return nil
 		}
 		if err != nil {
 			return usageError{err}
 		}
+		if parity != nil {
+			parity.Add(td.Run(), t)
+		}
 		if err := s.add(t); err != nil {
-			return usageError{fmt.Errorf("%s: %w", label, err)}
+			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
 	}
 }
@@ -133,4 +146,3 @@ func (a *analyzeCommand) runDefault(cmd *cobra.Command) error {
 	}
 	return s.finish()
 }
-

@@ -65,10 +65,17 @@ const sniffLen = 64 << 10
 // "auto" to tell the format from the content.
 func Open(r io.Reader, name, format string) (Decoder, error) {
 	br := bufio.NewReaderSize(r, sniffLen)
+	// A reader of a file that can also be read at any offset keeps that
+	// ability, so a format whose records are spread over one big object
+	// (vLLM) can read it in several places at once.
+	var src io.Reader = br
+	if ra, ok := r.(io.ReaderAt); ok {
+		src = peekedReaderAt{br, ra}
+	}
 	if format != "" && format != "auto" {
 		for _, f := range Formats {
 			if f.Name == format {
-				return f.Open(br, name)
+				return f.Open(src, name)
 			}
 		}
 		return nil, fmt.Errorf("%w: %s: unknown format %q; want auto or one of %s", ErrFormat, name, format, FormatNames())
@@ -82,10 +89,17 @@ func Open(r io.Reader, name, format string) (Decoder, error) {
 	}
 	for _, f := range Formats {
 		if f.Sniff(head) {
-			return f.Open(br, name)
+			return f.Open(src, name)
 		}
 	}
 	return nil, fmt.Errorf("%w: %s: not a format underrun knows (%s); name one with --format", ErrFormat, name, FormatNames())
+}
+
+// peekedReaderAt reads through the buffered reader Open sniffed with, and
+// reads at offsets from the underlying input.
+type peekedReaderAt struct {
+	*bufio.Reader
+	io.ReaderAt
 }
 
 func sniffNative(head []byte) bool {

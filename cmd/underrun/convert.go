@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+func init() { commands = append(commands, newConvertCommand) }
+
+const convertLong = `Read token traces or benchmark result files in any format underrun knows and
+write them as one native underrun trace (JSON Lines: header, turn, chunk, end
+records), so every other command works on every format.
+
+Formats (told from the content, or named with --format):
+%s
+Chunk arrival times are rebuilt exactly as the tools measured them (the first
+chunk at the TTFT, each next one an inter-token or inter-chunk latency later).
+Where a file keeps the generated text only whole (vLLM, SGLang), the words are
+spread over the chunks in order; where it keeps only counts (AIPerf), the
+chunks are text-less tokens. Reasoning tokens are marked as reasoning, failed
+and cancelled requests keep their status.
+
+Reads the named files, or standard input when there are none or for "-".
+Exit codes: 0 done; 2 bad usage or bad input.`
+
+const convertExample = `  underrun convert result.json -o trace.jsonl            # vLLM bench serve --save-detailed
+  underrun convert profile_export.jsonl -o aiperf.jsonl   # AIPerf
+  underrun convert --format sglang run.jsonl > trace.jsonl
+  cat profile_export.json | underrun convert | underrun analyze`
+
+type convertCommand struct {
+	env    *env
+	format string
+	out    string
+}
+
+func newConvertCommand(e *env) *cobra.Command {
+	c := &convertCommand{env: e}
+	formats := ""
+	for _, f := range trace.Formats {
+		formats += fmt.Sprintf("  %-11s %s\n", f.Name, f.Describe)
+	}
+	cmd := &cobra.Command{
+		Use:     "convert [FILE...]",
+		Short:   "Write any supported trace or benchmark file as a native trace",
+		Long:    fmt.Sprintf(convertLong, formats),
+		Example: convertExample,
+		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	fs.StringVarP(&c.out, "output", "o", "-", "write the native trace to `FILE` (- for standard output)")
+	return cmd
+}
+
+func (c *convertCommand) run(cmd *cobra.Command, args []string) (err error) {
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	var out io.Writer = c.env.stdout
+	if c.out != "-" && c.out != "" {
+		f, cerr := os.Create(c.out)
+		if cerr != nil {
+			return usagef("--output: %w", cerr)
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(c.out) // leave no half-written trace behind
+			}
+		}()
+		out = f
+	}
+	bw := bufio.NewWriterSize(out, 256<<10)
+	w := trace.NewWriter(bw, "convert")
+	if err := w.WriteHeader(); err != nil {
+		return err
+	}
+	for _, name := range args {
+		prefix := ""
+		if len(args) > 1 { // keep the turns of different files apart
+			prefix = filepath.Base(name) + "/"
+		}
+		if err := c.convertFile(cmd, w, name, prefix); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func (c *convertCommand) convertFile(cmd *cobra.Command, w *trace.Writer, name, prefix string) error {
+	in, err := openInput(c.env, name)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	dec, err := in.decoder(c.format)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := cmd.Context().Err(); err != nil {
+			return err
+		}
+		t, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return usageError{err}
+		}
+		if err := t.Validate(); err != nil {
+			return usageError{fmt.Errorf("%s: %w", in.label, err)}
+		}
+		t.ID = prefix + t.ID
+		if err := w.WriteTurn(t); err != nil {
+			return err
+		}
+	}
+}
+
+// input is one file (or standard input) a command reads turns from, with
+// a progress bar on stderr when stderr is a terminal.
+type input struct {
+	r     io.Reader
+	label string
+	file  *os.File
+	bar   *progressbar.ProgressBar
+	size  int64
+	dec   trace.Decoder
+}
+
+// openInput opens name ("-" for standard input).
+func openInput(e *env, name string) (*input, error) {
+	in := &input{r: e.stdin, label: "stdin"}
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		in.file, in.r, in.label = f, f, name
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			in.size = st.Size()
+		}
+	}
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		max := in.size
+		if max == 0 {
+			max = -1 // a spinner: the size is unknown
+		}
+		in.bar = progressbar.NewOptions64(max,
+			progressbar.OptionSetWriter(e.stderr),
+			progressbar.OptionSetDescription(filepath.Base(in.label)),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+		if in.file != nil {
+			in.r = &countingFile{File: in.file, bar: in.bar}
+		} else {
+			in.r = io.TeeReader(in.r, in.bar)
+		}
+	}
+	return in, nil
+}
+
+// decoder opens the trace decoder of the input in format (or "auto").
+func (in *input) decoder(format string) (trace.Decoder, error) {
+	dec, err := trace.Open(in.r, in.label, format)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if _, ok := dec.(*trace.ColumnarReader); ok && in.bar != nil && in.size > 0 {
+		in.bar.ChangeMax64(2 * in.size) // an index pass, then the reading pass
+	}
+	in.dec = dec
+	return dec, nil
+}
+
+// Close ends the progress bar and closes the file and the decoder.
+func (in *input) Close() {
+	if in.bar != nil {
+		in.bar.Finish()
+	}
+	if c, ok := in.dec.(io.Closer); ok {
+		c.Close()
+	}
+	if in.file != nil {
+		in.file.Close()
+	}
+}
+
+// countingFile counts the bytes read from a file, sequentially or at
+// offsets, on a progress bar.
+type countingFile struct {
+	*os.File
+	bar *progressbar.ProgressBar
+}
+
+func (f *countingFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	f.bar.Add64(int64(n))
+	return n, err
+}
+
+func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	f.bar.Add64(int64(n))
+	return n, err
+}

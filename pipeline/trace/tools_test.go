@@ -1,0 +1,93 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// readToolFile reads every turn of a file through Open with the format told
+// from the content, and returns the decoder too.
+func readToolFile(t testing.TB, path string) ([]*pipeline.Turn, Decoder) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec, err := Open(f, path, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []*pipeline.Turn
+	for {
+		turn, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return turns, dec
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if err := turn.Validate(); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		turns = append(turns, turn)
+	}
+}
+
+// toolFixtures are the example files, one per format, built by hand from
+// each tool's documented output.
+var toolFixtures = []struct {
+	format, path string
+	tool         Tool
+}{
+	{"vllm", "testdata/vllm/basic/result.json", ToolVLLM},
+	{"sglang", "testdata/sglang/basic/result.jsonl", ToolSGLang},
+	{"aiperf", "testdata/aiperf/basic/profile_export.jsonl", ToolAIPerf},
+	{"genai-perf", "testdata/genaiperf/basic/profile_export.json", ToolGenAIPerf},
+}
+
+// TestToolFixturesGolden reads each fixture (its format told from the
+// content) and compares the turns, written as a native trace, with the
+// golden file beside it. Run with -update to rewrite the golden files.
+func TestToolFixturesGolden(t *testing.T) {
+	t.Parallel()
+	for _, fx := range toolFixtures {
+		t.Run(fx.format, func(t *testing.T) {
+			t.Parallel()
+			turns, dec := readToolFile(t, fx.path)
+			td, ok := dec.(ToolDecoder)
+			if !ok || td.Tool() != fx.tool {
+				t.Fatalf("decoder %T is not the %s reader", dec, fx.tool)
+			}
+			var buf bytes.Buffer
+			w := NewWriter(&buf, "convert")
+			for _, turn := range turns {
+				if err := w.WriteTurn(turn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden := filepath.Join(filepath.Dir(fx.path), "turns.golden.jsonl")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got := buf.Bytes(); !bytes.Equal(got, want) {
+				t.Errorf("turns differ from %s:\ngot:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,523 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+func init() {
+	Formats = append(Formats,
+		Format{
+			Name:     "sglang",
+			Describe: "SGLang bench_serving JSONL with --output-details (one run per line)",
+			Sniff:    sniffSGLang,
+			Open: func(r io.Reader, name string) (Decoder, error) {
+				return NewSGLangReader(r, name)
+			},
+		},
+		Format{
+			Name:     "vllm",
+			Describe: "vLLM bench serve --save-result --save-detailed JSON",
+			Sniff:    sniffVLLM,
+			Open: func(r io.Reader, name string) (Decoder, error) {
+				return NewVLLMReader(r, name)
+			},
+		},
+	)
+}
+
+// The per-request arrays of a vLLM or SGLang result: one entry per
+// request, in the same order.
+const (
+	colTTFT   = "ttfts"
+	colITL    = "itls"
+	colOut    = "output_lens"
+	colText   = "generated_texts"
+	colErr    = "errors"
+	colStart  = "start_times"
+	colsCount = 6
+)
+
+var columnNames = [colsCount]string{colTTFT, colITL, colOut, colText, colErr, colStart}
+
+type columnIndex struct {
+	present bool
+	off     int64
+	line    int
+	n       int
+}
+
+type runIndex struct {
+	line    int
+	cols    [colsCount]columnIndex
+	summary ToolSummary
+	n       int
+}
+
+// ColumnarReader reads the result files of vLLM's `bench serve
+// --save-result --save-detailed` and SGLang's `bench_serving
+// --output-details`: objects whose per-request data are parallel arrays
+// (ttfts, itls, output_lens, generated_texts, errors, start_times; each
+// optional) beside the saved summary (mean_ttft_ms, p99_itl_ms, ...).
+//
+// Memory stays bounded by the largest request, not the file: a first pass
+// finds where each array starts (skipping, not keeping, their contents),
+// and the second pass reads all arrays side by side, one request at a
+// time. A file is read in place; a stream that cannot be read at offsets
+// (a pipe) is first copied to a temporary file, removed at the end.
+//
+// Turns are rebuilt exactly as the tool measured them: the first chunk at
+// ttft, each next one an ITL later. Failed requests (a non-empty error)
+// are turns with StatusError, keeping whatever chunks they had. output_lens
+// become Turn.OutputTokens (the count the tool divides TPOT by). The files
+// keep the generated text only whole, not per chunk: it is cut into
+// words and spread evenly over the chunks in order, so the speech model hears the real words
+// at about the times they came; without text the chunks are text-less
+// tokens. SGLang stores the gap before a chunk of k tokens as k equal
+// ITLs: consecutive bit-identical ITLs are joined back into one chunk of k
+// tokens.
+type ColumnarReader struct {
+	tool   Tool
+	name   string
+	src    io.ReaderAt
+	tmp    *os.File
+	runs   []runIndex
+	multi  bool
+	run    int
+	i      int
+	cur    [colsCount]*scanner
+	itl    []int64   // the ITLs of the request being read, in nanoseconds
+	keys   []decimal // and their exact decimals
+	done   bool
+	err    error
+	opened bool
+	input  io.Reader
+}
+
+// NewVLLMReader returns a reader of a vLLM bench serve result file.
+func NewVLLMReader(r io.Reader, name string) (*ColumnarReader, error) {
+	return &ColumnarReader{tool: ToolVLLM, name: name, input: r}, nil
+}
+
+var (
+	_ ToolDecoder = (*ColumnarReader)(nil)
+	_ io.Closer   = (*ColumnarReader)(nil)
+)
+
+// Tool names the tool that wrote the file.
+func (d *ColumnarReader) Tool() Tool { return d.tool }
+
+// Run returns the run (line, for SGLang) of the turn Next returned last.
+func (d *ColumnarReader) Run() int { return d.run }
+
+// ToolSummaries returns the saved summary of every run that has one.
+func (d *ColumnarReader) ToolSummaries() []ToolSummary {
+	var out []ToolSummary
+	for _, r := range d.runs {
+		if len(r.summary.Values) > 0 || r.summary.Completed >= 0 {
+			out = append(out, r.summary)
+		}
+	}
+	return out
+}
+
+// Close removes the temporary copy of a piped input, if one was made.
+func (d *ColumnarReader) Close() error {
+	if d.tmp == nil {
+		return nil
+	}
+	name := d.tmp.Name()
+	err := errors.Join(d.tmp.Close(), os.Remove(name))
+	d.tmp = nil
+	return err
+}
+
+// open makes the input readable at offsets and indexes it.
+func (d *ColumnarReader) open() error {
+	d.opened = true
+	if ra, ok := d.input.(io.ReaderAt); ok {
+		var probe [1]byte
+		if _, err := ra.ReadAt(probe[:], 0); err == nil || err == io.EOF {
+			d.src = ra
+		}
+	}
+	if d.src == nil {
+		f, err := os.CreateTemp("", "underrun-"+string(d.tool)+"-*.json")
+		if err != nil {
+			return fmt.Errorf("%s: a piped %s file is copied to a temporary file first: %w", d.name, d.tool, err)
+		}
+		d.tmp = f
+		if _, err := io.Copy(f, d.input); err != nil {
+			return fmt.Errorf("%s: %w", d.name, err)
+		}
+		d.src = f
+	}
+	return d.index()
+}
+
+func (d *ColumnarReader) detailFlag() string {
+	if d.tool == ToolSGLang {
+		return "bench_serving --output-details"
+	}
+	return "vllm bench serve --save-result --save-detailed"
+}
+
+func section(ra io.ReaderAt, off int64) io.Reader {
+	return io.NewSectionReader(ra, off, math.MaxInt64-off)
+}
+
+// index is the first pass: where each run's arrays are, how long they
+// are, and the saved summary.
+func (d *ColumnarReader) index() error {
+	s := newScanner(section(d.src, 0), d.name, 0, 256<<10)
+	for {
+		c, err := s.peek()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return s.ioError(err)
+		}
+		if c != '{' {
+			return s.errorf("want a JSON object (a %s result), got %s", d.tool, describe(c))
+		}
+		if d.tool == ToolVLLM && len(d.runs) == 1 {
+			return s.errorf("more after the result object; a vLLM result file is one JSON object")
+		}
+		ri := runIndex{line: s.line, summary: ToolSummary{Run: len(d.runs), Completed: -1, Values: map[string]float64{}}}
+		if d.tool == ToolSGLang {
+			ri.summary.Label = "line " + strconv.Itoa(s.line)
+		}
+		key := ""
+		s.where = func() string { return strconv.Quote(key) }
+		err = s.object(func(k string) error {
+			key = k
+			for ci, name := range columnNames {
+				if k == name {
+					c, err := s.peek()
+					if err != nil {
+						return s.ioError(err)
+					}
+					if c != '[' && c != 'n' {
+						return s.errorf("want an array with one entry per request, got %s", describe(c))
+					}
+					ri.cols[ci] = columnIndex{present: c == '[', off: s.offset(), line: s.line}
+					n, err := s.skip()
+					ri.cols[ci].n = n
+					return err
+				}
+			}
+			c, err := s.peek()
+			if err != nil {
+				return s.ioError(err)
+			}
+			if k == "completed" && c != 'n' {
+				v, _, err := s.integer()
+				ri.summary.Completed = int(v)
+				return err
+			}
+			if summaryKey.MatchString(k) && (c == '-' || c == 'N' || c == 'I' || c >= '0' && c <= '9') {
+				v, err := s.number()
+				ri.summary.Values[k] = v
+				return err
+			}
+			_, err = s.skip()
+			return err
+		})
+		s.where = nil
+		if err != nil {
+			return err
+		}
+		if err := d.checkLengths(&ri); err != nil {
+			return err
+		}
+		d.runs = append(d.runs, ri)
+	}
+	if len(d.runs) == 0 {
+		return fmt.Errorf("%w: %s: empty input; want a %s result", ErrFormat, d.name, d.tool)
+	}
+	d.multi = len(d.runs) > 1
+	return nil
+}
+
+func (d *ColumnarReader) checkLengths(ri *runIndex) error {
+	ref := -1
+	for ci, c := range ri.cols {
+		if !c.present {
+			continue
+		}
+		if ref < 0 {
+			ref = ci
+			ri.n = c.n
+			continue
+		}
+		if c.n != ri.n {
+			return fmt.Errorf("%w: %s:%d: %q has %d entries but %q has %d; want one entry per request in every array",
+				ErrFormat, d.name, c.line, columnNames[ci], c.n, columnNames[ref], ri.n)
+		}
+	}
+	if ri.n > 0 && !ri.cols[0].present {
+		return fmt.Errorf("%w: %s:%d: the result has per-request arrays but no %q; want the time to first token of every request",
+			ErrFormat, d.name, ri.line, colTTFT)
+	}
+	if ref < 0 && len(ri.summary.Values) == 0 {
+		return fmt.Errorf("%w: %s:%d: no per-request arrays (%s, %s) and no saved summary; want a %s result saved with its details",
+			ErrFormat, d.name, ri.line, colTTFT, colITL, d.tool)
+	}
+	return nil
+}
+
+// Next returns the next request as a turn, or io.EOF after the last.
+func (d *ColumnarReader) Next() (*pipeline.Turn, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	t, err := d.next()
+	if err != nil {
+		d.err = err
+		d.Close()
+	}
+	return t, err
+}
+
+func (d *ColumnarReader) next() (*pipeline.Turn, error) {
+	if !d.opened {
+		if err := d.open(); err != nil {
+			return nil, err
+		}
+		total := 0
+		for _, r := range d.runs {
+			total += r.n
+		}
+		if total == 0 {
+			return nil, fmt.Errorf("%w: %s: the result has its summary but no per-request arrays; save it with %s", ErrFormat, d.name, d.detailFlag())
+		}
+		if err := d.openRun(); err != nil {
+			return nil, err
+		}
+	}
+	for d.i >= d.runs[d.run].n {
+		if d.run+1 >= len(d.runs) {
+			return nil, io.EOF
+		}
+		d.run++
+		if err := d.openRun(); err != nil {
+			return nil, err
+		}
+	}
+	t, err := d.request()
+	d.i++
+	return t, err
+}
+
+func (d *ColumnarReader) openRun() error {
+	d.i = 0
+	ri := &d.runs[d.run]
+	for ci, c := range ri.cols {
+		d.cur[ci] = nil
+		if !c.present || ri.n == 0 {
+			continue
+		}
+		s := newScanner(section(d.src, c.off), d.name, c.off, 64<<10)
+		s.line = c.line
+		if err := s.expect('[', "an array"); err != nil {
+			return err
+		}
+		d.cur[ci] = s
+	}
+	return nil
+}
+
+// request reads entry d.i of every array.
+func (d *ColumnarReader) request() (*pipeline.Turn, error) {
+	i := d.i
+	var (
+		start           float64
+		ttft, outLen    int64
+		text, errText   string
+		hasText, hasOut bool
+	)
+	d.itl, d.keys = d.itl[:0], d.keys[:0]
+	for ci, s := range d.cur {
+		if s == nil {
+			continue
+		}
+		col := columnNames[ci]
+		s.where = func() string { return fmt.Sprintf("%q[%d]", col, i) }
+		more, err := s.more(i)
+		if err == nil && !more {
+			err = s.errorf("the array ends early")
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch col {
+		case colTTFT:
+			var isNull bool
+			if isNull, err = s.null(); !isNull && err == nil {
+				ttft, _, err = s.scaledNumber(9)
+			}
+			if err == nil && (ttft < 0 || ttft > maxSeconds*1e9) {
+				err = s.errorf("time to first token %v is out of range; want 0 to %d s", time.Duration(ttft), maxSeconds)
+			}
+		case colITL:
+			d.itl, d.keys, err = s.scaledNumbers(d.itl, d.keys, 9)
+			for j, v := range d.itl {
+				if (v < 0 || v > maxSeconds*1e9) && err == nil {
+					err = s.errorf("ITL %d is %v; want a gap >= 0 and under %d s", j, time.Duration(v), maxSeconds)
+				}
+			}
+		case colOut:
+			outLen, hasOut, err = s.integer()
+			if err == nil && outLen < 0 {
+				err = s.errorf("output length %d is negative", outLen)
+			}
+		case colText:
+			text, err = s.str()
+			hasText = text != ""
+		case colErr:
+			errText, err = s.str()
+		case colStart:
+			start, _, err = s.finite()
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.where = nil
+	}
+	id := strconv.Itoa(i)
+	if d.multi {
+		id = "run" + strconv.Itoa(d.run+1) + "-" + id
+	}
+	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK}
+	if errText != "" {
+		t.Status, t.Error = pipeline.StatusError, errText
+	}
+	if start > 1e9 && start < 1e11 { // a wall-clock time; perf_counter values are not
+		sec := math.Floor(start)
+		t.Start = time.Unix(int64(sec), int64(math.Round((start-sec)*1e6))*1000)
+	}
+	if hasOut && outLen > 0 {
+		t.OutputTokens = int(outLen)
+	}
+	if t.Status == pipeline.StatusOK || ttft > 0 || len(d.itl) > 0 {
+		if err := d.chunks(t, ttft); err != nil {
+			return nil, fmt.Errorf("%w: %s: request %d: %v", ErrFormat, d.name, i, err)
+		}
+	}
+	if d.tool == ToolVLLM && t.OutputTokens >= len(t.Chunks) && len(t.Chunks) > 0 {
+		spreadTokens(t.Chunks, t.OutputTokens)
+	}
+	if hasText && len(t.Chunks) > 0 {
+		spreadText(t.Chunks, text)
+	}
+	return t, nil
+}
+
+// chunks rebuilds the chunk arrival times: ttft, then each ITL later,
+// summed exactly in nanoseconds. For SGLang, runs of equal ITLs are one
+// chunk of that many tokens.
+func (d *ColumnarReader) chunks(t *pipeline.Turn, ttft int64) error {
+	at := ttft
+	t.Chunks = make([]pipeline.Chunk, 0, len(d.itl)+1)
+	t.Chunks = append(t.Chunks, pipeline.Chunk{At: time.Duration(at), Tokens: 1, Textless: true})
+	for j := 0; j < len(d.itl); {
+		k := 1
+		if d.tool == ToolSGLang {
+			for j+k < len(d.itl) && d.keys[j+k] == d.keys[j] {
+				k++
+			}
+		}
+		for range k {
+			at += d.itl[j]
+			j++
+		}
+		if at > maxSeconds*1e9 {
+			return fmt.Errorf("the request lasts over %d s", maxSeconds)
+		}
+		t.Chunks = append(t.Chunks, pipeline.Chunk{At: time.Duration(at), Tokens: k, Textless: true})
+	}
+	return nil
+}
+
+// maxSeconds bounds the times a reader accepts: a request of a year is
+// a broken file, and nanoseconds must fit an int64.
+const maxSeconds = 365 * 24 * 3600
+
+// spreadTokens shares n tokens over the chunks as evenly as possible, in
+// order, each chunk keeping at least one (n >= len(chunks)).
+func spreadTokens(chunks []pipeline.Chunk, n int) {
+	m := len(chunks)
+	for k := range chunks {
+		chunks[k].Tokens = (k+1)*n/m - k*n/m
+	}
+}
+
+// wordEnds returns where each word of text ends, a word being a run of
+// white space and the characters up to the next white space; the last
+// end is len(text).
+func wordEnds(dst []int, text string) []int {
+	dst = dst[:0]
+	inWord := false
+	for i := 0; i < len(text); i++ {
+		space := text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'
+		if space && inWord {
+			dst = append(dst, i)
+		}
+		inWord = !space
+	}
+	if len(text) > 0 {
+		if !inWord && len(dst) > 0 {
+			dst[len(dst)-1] = len(text)
+		} else {
+			dst = append(dst, len(text))
+		}
+	}
+	return dst
+}
+
+// spreadText cuts text into words and shares them over the chunks in
+// order, in proportion to the tokens each chunk carries; the first chunks
+// get theirs first, so a chunk that gets none is a late one, with empty
+// text. Each chunk's text is a slice of text: nothing is copied.
+func spreadText(chunks []pipeline.Chunk, text string) {
+	var buf [64]int
+	ends := wordEnds(buf[:0], text)
+	total := 0
+	for _, c := range chunks {
+		total += c.TokenCount()
+	}
+	p := len(ends)
+	cum, from := 0, 0
+	for k := range chunks {
+		cum += chunks[k].TokenCount()
+		to := from
+		if w := (cum*p + total - 1) / total; w > 0 {
+			to = ends[w-1]
+		}
+		chunks[k].Text, chunks[k].Textless = text[from:to], false
+		from = to
+	}
+}
+
+// sniffVLLM recognizes a vLLM result: one JSON object with vLLM's keys.
+func sniffVLLM(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 || head[0] != '{' || sniffSGLang(head) {
+		return false
+	}
+	for _, k := range []string{`"ttfts"`, `"itls"`, `"tokenizer_id"`, `"mean_ttft_ms"`, `"input_lens"`} {
+		if bytes.Contains(head, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
