@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+func init() { commands = append(commands, newCaptureCommand) }
+
+const captureLong = `Drive an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama, a
+hosted API) with streaming requests, record every chunk the moment its bytes
+are read (monotonic clock), and report what a voice assistant on that server
+would sound like: the same report as analyze, over the captured turns.
+
+Requests go to /v1/chat/completions (or /v1/completions with --api
+completions) with "stream": true and "stream_options": {"include_usage":
+true}. Prompts are a built-in set of voice-assistant questions, or
+--prompts FILE: one per line, plain text or JSON ({"prompt": ...} or
+{"messages": [...]}), asked in turn. --concurrency N keeps N requests in
+flight (closed loop); --rate R starts R requests per second at Poisson
+arrivals (open loop, at most --concurrency in flight when that is given too).
+The run ends after --requests N (default: each prompt once) or --duration D.
+
+-o FILE writes the native trace, each record as it arrives, so an
+interrupted run keeps everything up to the moment it stopped; --sse FILE also
+keeps the raw SSE bytes with their arrival times (analyze reads both). The
+API key is read from the environment variable --api-key-env names
+(OPENAI_API_KEY), never from the command line, and is never recorded.
+Ctrl-C stops at once: requests in flight end as cancelled, the trace is
+complete up to that moment, and the report covers what was captured.
+
+Exit codes: 0 pass; 1 the report's verdict failed (TPOT over --tpot-slo, an
+interruption) or a request failed; 2 bad usage.`
+
+const captureExample = `  underrun capture --url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct -o trace.jsonl
+  underrun capture --url http://127.0.0.1:8000/v1 --model m --concurrency 32 --duration 2m -o load.jsonl
+  underrun capture --url https://api.openai.com --model gpt-4o-mini --rate 2 --requests 50 --prompts prompts.jsonl
+  underrun capture --url http://127.0.0.1:8000 --model m --sse raw.jsonl --report json > report.json
+  # try it against the mock:
+  underrun mock --listen 127.0.0.1:8000 &
+  underrun capture --url http://127.0.0.1:8000 --model mock -o trace.jsonl`
+
+type captureCommand struct {
+	env         *env
+	cmd         *cobra.Command
+	engine      engineFlags
+	out         reportFlags
+	url         string
+	model       string
+	api         string
+	prompts     string
+	concurrency int
+	rate        float64
+	requests    int
+	duration    time.Duration
+	maxTokens   int
+	keyEnv      string
+	traceFile   string
+	sseFile     string
+	noUsage     bool
+	idle        time.Duration
+	session     string
+	seed        uint64
+	progress    string
+}
+
+func newCaptureCommand(e *env) *cobra.Command {
+	c := &captureCommand{env: e}
+	c.cmd = &cobra.Command{
+		Use:     "capture --url URL --model MODEL",
+		Short:   "Measure a live OpenAI-compatible server: stream requests, record every chunk, report",
+		Long:    captureLong,
+		Example: captureExample,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
+	}
+	fs := c.cmd.Flags()
+	fs.StringVar(&c.url, "url", "", "server URL: its root, its /v1, or the endpoint itself (required)")
+	fs.StringVar(&c.model, "model", "", "model name to request (required)")
+	fs.StringVar(&c.api, "api", "chat", "endpoint: chat (/v1/chat/completions) or completions (/v1/completions)")
+	fs.StringVar(&c.prompts, "prompts", "", "read prompts from `FILE` (JSONL or plain lines; default: a built-in set)")
+	fs.IntVar(&c.concurrency, "concurrency", 0, "requests in flight (default 1; with --rate: no cap)")
+	fs.Float64Var(&c.rate, "rate", 0, "start requests at Poisson arrivals of this many per second (0: back to back)")
+	fs.IntVar(&c.requests, "requests", 0, "stop after this many requests (default: each prompt once, unless --duration)")
+	fs.DurationVar(&c.duration, "duration", 0, "stop starting requests after this long")
+	fs.IntVar(&c.maxTokens, "max-tokens", 0, "max_tokens of each request (0: the server's default)")
+	fs.StringVar(&c.keyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a bearer token if set)")
+	fs.StringVarP(&c.traceFile, "output", "o", "", "write the native trace to `FILE`, each record as it arrives")
+	fs.StringVar(&c.sseFile, "sse", "", "also write the raw SSE capture (every read, with its arrival time) to `FILE`")
+	fs.BoolVar(&c.noUsage, "no-usage", false, "do not ask for the usage chunk (for servers that reject stream_options)")
+	fs.DurationVar(&c.idle, "idle-timeout", 2*time.Minute, "fail a stream that sends nothing for this long (0: never)")
+	fs.StringVar(&c.session, "session", "", "session name recorded with every turn")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Poisson arrivals")
+	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
+	c.engine.bind(fs)
+	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
+	return c.cmd
+}
+
+// bindReportFlagsRenamed binds the shared report flags, renaming those in
+// rename (and dropping their shorthand) where the command needs the name
+// for something else.
+func bindReportFlagsRenamed(fs *pflag.FlagSet, f *reportFlags, rename map[string]string) {
+	tmp := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	f.bind(tmp)
+	tmp.VisitAll(func(fl *pflag.Flag) {
+		if to, ok := rename[fl.Name]; ok {
+			cp := *fl
+			cp.Name, cp.Shorthand = to, ""
+			fl = &cp
+		}
+		fs.AddFlag(fl)
+	})
+}
+
+// maxHeldTurns is how many finished turns capture holds back from the
+// speech model until the load is over.
+const maxHeldTurns = 4096
+
+func (c *captureCommand) run(cmd *cobra.Command) error {
+	if c.url == "" || c.model == "" {
+		return usagef("capture needs --url and --model (see --help)")
+	}
+	api := openai.API(c.api)
+	if api != openai.APIChat && api != openai.APICompletions {
+		return usagef("--api: want chat or completions, got %q", c.api)
+	}
+	if _, err := openai.Endpoint(c.url, api); err != nil {
+		return usagef("--url: %w", err)
+	}
+	if c.out.output != "text" && c.out.output != "json" {
+		return usagef("--report: want text or json, got %q", c.out.output)
+	}
+	if c.progress != "auto" && c.progress != "always" && c.progress != "never" {
+		return usagef("--progress: want auto, always or never, got %q", c.progress)
+	}
+	if c.maxTokens < 0 {
+		return usagef("--max-tokens must not be negative, got %d", c.maxTokens)
+	}
+	prompts := openai.DefaultPrompts
+	if c.prompts != "" {
+		f, err := os.Open(c.prompts)
+		if err != nil {
+			return usagef("--prompts: %w", err)
+		}
+		prompts, err = openai.ReadPrompts(f, c.prompts)
+		f.Close()
+		if err != nil {
+			return usagef("--prompts: %w", err)
+		}
+	}
+	load := openai.Load{Concurrency: c.concurrency, Rate: c.rate, Requests: c.requests, Duration: c.duration, Seed: c.seed}
+	if load.Requests == 0 && load.Duration == 0 {
+		load.Requests = len(prompts)
+	}
+	if err := load.Validate(); err != nil {
+		return usageError{err}
+	}
+	cfg, err := c.engine.config()
+	if err != nil {
+		return err
+	}
+	s, err := c.out.begin(c.env, cfg)
+	if err != nil {
+		return err
+	}
+	key := os.Getenv(c.keyEnv)
+	if key == "" && cmd.Flags().Changed("api-key-env") {
+		s.abort()
+		return usagef("--api-key-env: the environment variable %s is not set", c.keyEnv)
+	}
+	client := &openai.Client{BaseURL: c.url, APIKey: key, IdleTimeout: c.idle}
+	var files []*os.File
+	closeFiles := func() error {
+		var first error
+		for _, f := range files {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+		files = nil
+		return first
+	}
+	if c.traceFile != "" {
+		f, err := os.Create(c.traceFile)
+		if err != nil {
+			s.abort()
+			return usagef("-o: %w", err)
+		}
+		files = append(files, f)
+		w := trace.NewWriter(f, "capture")
+		if err := w.WriteHeader(); err != nil {
+			s.abort()
+			closeFiles()
+			return err
+		}
+		client.Trace = openai.SyncTrace(w)
+	}
+	if c.sseFile != "" {
+		f, err := os.Create(c.sseFile)
+		if err != nil {
+			s.abort()
+			closeFiles()
+			return usagef("--sse: %w", err)
+		}
+		files = append(files, f)
+		client.Capture = openai.NewCaptureWriter(f, "capture")
+	}
+
+	bar := c.progressBar(load)
+	var (
+		mu       sync.Mutex
+		tally    = map[pipeline.Status]int{}
+		firstErr string
+		failure  error
+		held     []*pipeline.Turn
+	)
+	analyze := func(t *pipeline.Turn) {
+		if err := s.add(t); err != nil && failure == nil {
+			failure = fmt.Errorf("turn %s: %w", t.ID, err)
+		}
+	}
+	started := time.Now()
+	runErr := load.Run(cmd.Context(), func(ctx context.Context, i int) {
+		req := openai.Request{API: api, Model: c.model, Prompt: prompts[i%len(prompts)], MaxTokens: c.maxTokens, NoUsage: c.noUsage}
+		st, err := client.Stream(ctx, "r"+strconv.Itoa(i+1), c.session, req)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && failure == nil {
+			failure = err
+		}
+		if st == nil {
+			return
+		}
+		t := &st.Turn
+		tally[t.Status]++
+		if t.Status == pipeline.StatusError && firstErr == "" {
+			firstErr = t.ID + ": " + t.Error
+		}
+		// The speech model runs after the load, not while other streams
+		// are being timed (it would take the CPU they need); beyond
+		// maxHeldTurns, the oldest turn is played at once.
+		held = append(held, t)
+		if len(held) > maxHeldTurns {
+			analyze(held[0])
+			held = held[1:]
+		}
+		if bar != nil {
+			bar.Add(1)
+		}
+	})
+	if bar != nil {
+		if runErr != nil {
+			bar.Exit() // interrupted: the bar stays where it was
+		} else {
+			bar.Finish()
+		}
+		fmt.Fprintln(c.env.stderr)
+	}
+	for _, t := range held {
+		analyze(t)
+	}
+	if err := closeFiles(); err != nil && failure == nil {
+		failure = err
+	}
+	if failure != nil {
+		s.abort()
+		return failure
+	}
+	n := tally[pipeline.StatusOK] + tally[pipeline.StatusError] + tally[pipeline.StatusCancelled] + tally[pipeline.StatusIncomplete]
+	fmt.Fprintf(c.env.stderr, "capture: %d requests in %v: %d ok, %d failed, %d cancelled",
+		n, time.Since(started).Round(time.Millisecond), tally[pipeline.StatusOK], tally[pipeline.StatusError], tally[pipeline.StatusCancelled])
+	if runErr != nil {
+		fmt.Fprintf(c.env.stderr, " (interrupted)")
+	}
+	fmt.Fprintln(c.env.stderr)
+	if firstErr != "" {
+		fmt.Fprintf(c.env.stderr, "capture: first failure: %s\n", firstErr)
+	}
+	if c.traceFile != "" {
+		fmt.Fprintf(c.env.stderr, "capture: trace written to %s\n", c.traceFile)
+	}
+	err = s.finish()
+	if err == nil && tally[pipeline.StatusError] > 0 {
+		return errFail
+	}
+	return err
+}
+
+// progressBar returns a progress bar on stderr, or nil when none is
+// wanted.
+func (c *captureCommand) progressBar(load openai.Load) *progressbar.ProgressBar {
+	show := false
+	switch c.progress {
+	case "always":
+		show = true
+	case "auto":
+		if f, ok := c.env.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			show = true
+		}
+	}
+	if !show {
+		return nil
+	}
+	max := load.Requests
+	if max == 0 {
+		max = -1 // a spinner: the run ends by time
+	}
+	return progressbar.NewOptions(max,
+		progressbar.OptionSetWriter(c.env.stderr),
+		progressbar.OptionSetDescription("capture"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("req"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetElapsedTime(true),
+	)
+}

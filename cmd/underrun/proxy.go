@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+func init() { commands = append(commands, newProxyCommand) }
+
+const proxyLong = `Put underrun in front of any OpenAI-compatible server to guard live traffic
+without changing the app or the server: point the app at the proxy instead.
+
+Every byte passes through unchanged, each write flushed at once; requests
+other than streaming completions (and any other route) pass untouched.
+Each streaming /v1/chat/completions or /v1/completions response is also
+played, as it streams, through the speech model in wall-clock time: the
+moment a listener's audio would run dry an "underrun_started" event is
+logged, then the underrun itself (the same as analyze would report) and a
+turn summary; --warn-tolerance logs a "stall_warning" when the stream is
+that close to starving the player. Events are zerolog JSON lines (--events,
+stderr by default). The session of a turn is taken from the X-Session-Id
+request header. Headers, Authorization among them, are never logged or
+recorded.
+
+-o FILE records the native trace of every stream as it passes; --sse FILE
+the raw SSE bytes with their arrival times. On Ctrl-C the proxy stops and
+prints the report over every stream it saw (--report json for JSON).
+
+Exit codes: 0 pass; 1 the report's verdict failed; 2 bad usage.`
+
+const proxyExample = `  underrun proxy --upstream http://127.0.0.1:8000      # listen on 127.0.0.1:8080
+  underrun proxy --listen 127.0.0.1:9000 --upstream https://api.openai.com -o live.jsonl
+  underrun proxy --upstream http://gpu-box:8000 --chunking sentence --tts-latency 250ms --warn-tolerance 100ms
+  # then, in the app: OPENAI_BASE_URL=http://127.0.0.1:8080/v1`
+
+type proxyCommand struct {
+	env       *env
+	engine    engineFlags
+	out       reportFlags
+	listen    string
+	upstream  string
+	traceFile string
+	sseFile   string
+	warn      time.Duration
+	session   string
+}
+
+func newProxyCommand(e *env) *cobra.Command {
+	c := &proxyCommand{env: e}
+	cmd := &cobra.Command{
+		Use:     "proxy --upstream URL",
+		Short:   "Guard live traffic: a transparent proxy that plays every stream as it passes",
+		Long:    proxyLong,
+		Example: proxyExample,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback by default)")
+	fs.StringVar(&c.upstream, "upstream", "", "the server to forward to, e.g. http://127.0.0.1:8000 (required)")
+	fs.StringVarP(&c.traceFile, "output", "o", "", "record the native trace of every stream to `FILE`")
+	fs.StringVar(&c.sseFile, "sse", "", "record the raw SSE bytes of every stream, with arrival times, to `FILE`")
+	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
+	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request header that names a turn's session")
+	c.engine.bind(fs)
+	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
+	fs.Lookup("events").DefValue = "-"
+	fs.Set("events", "-")
+	return cmd
+}
+
+func (c *proxyCommand) run(ctx context.Context) error {
+	if c.upstream == "" {
+		return usagef("proxy needs --upstream URL (see --help)")
+	}
+	if c.out.output != "text" && c.out.output != "json" {
+		return usagef("--report: want text or json, got %q", c.out.output)
+	}
+	if c.warn < 0 {
+		return usagef("--warn-tolerance must not be negative, got %v", c.warn)
+	}
+	p, err := openai.NewProxy(c.upstream, nil)
+	if err != nil {
+		return usagef("--upstream: %w", err)
+	}
+	cfg, err := c.engine.config()
+	if err != nil {
+		return err
+	}
+	s, err := c.out.begin(c.env, cfg)
+	if err != nil {
+		return err
+	}
+	// the guard logs the live events; the report plays each recorded turn
+	// again, silently, exactly as analyze would
+	events := s.log
+	s.log = zerolog.Nop()
+	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn})
+	if err != nil {
+		s.abort()
+		return usageError{err}
+	}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if c.traceFile != "" {
+		f, err := os.Create(c.traceFile)
+		if err != nil {
+			s.abort()
+			return usagef("-o: %w", err)
+		}
+		files = append(files, f)
+		p.Trace = openai.SyncTrace(trace.NewWriter(f, "proxy"))
+	}
+	if c.sseFile != "" {
+		f, err := os.Create(c.sseFile)
+		if err != nil {
+			s.abort()
+			return usagef("--sse: %w", err)
+		}
+		files = append(files, f)
+		p.Capture = openai.NewCaptureWriter(f, "proxy")
+	}
+	p.Guard, p.Logger, p.SessionHeader = g, events, c.session
+	var mu sync.Mutex
+	var addErr error
+	closed := false
+	p.OnStream = func(st *openai.Stream) {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return // a stream cut at shutdown, after the report
+		}
+		if err := s.add(&st.Turn); err != nil && addErr == nil {
+			addErr = fmt.Errorf("turn %s: %w", st.Turn.ID, err)
+		}
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		s.abort()
+		return usagef("--listen: %w", err)
+	}
+	fmt.Fprintf(c.env.stderr, "proxy: http://%s -> %s; point your app at http://%s/v1; Ctrl-C to stop and report\n",
+		ln.Addr(), c.upstream, ln.Addr())
+	serveErr := serve(ctx, ln, p)
+	g.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	closed = true
+	if serveErr != nil || addErr != nil {
+		s.abort()
+		if serveErr != nil {
+			return serveErr
+		}
+		return addErr
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			s.abort()
+			return err
+		}
+	}
+	files = nil
+	return s.finish()
+}

@@ -1,0 +1,481 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// EventKind names what a Guard event reports.
+type EventKind string
+
+// The kinds of Guard events, in the order a turn can raise them.
+const (
+	// EventStall: the stall tolerance (how much longer the stream can stay
+	// silent before the player starves) fell to GuardOptions.WarnTolerance
+	// or below. It is raised once until new audio lifts the tolerance above
+	// the threshold again.
+	EventStall EventKind = "stall_warning"
+	// EventDrain: the player has just run out of audio while the turn is
+	// still streaming: an underrun has started. Raised when the buffer
+	// drains, not when the next token arrives. If the turn then ends with
+	// no more speech (the drain was the end of its audio), or new audio is
+	// ready at the very instant of the drain, no EventUnderrun follows.
+	EventDrain EventKind = "underrun_started"
+	// EventUnderrun: an underrun is complete (audio resumed); Underrun is
+	// what offline analysis of the same turn reports, except that its
+	// Cause is settled from the chunks so far (the turn's usual ITL may
+	// still change); EventTurn's Playout holds the final causes.
+	EventUnderrun EventKind = "underrun"
+	// EventTurn: the turn has ended; Record and Playout hold its summary.
+	EventTurn EventKind = "turn"
+	// EventSpeech: a speech chunk was handed to the player; Speech says
+	// when it plays, Text what it says. Raised when its play time is
+	// settled: at its release, or when the player starts. Not logged.
+	EventSpeech EventKind = "speech"
+)
+
+// Event is one thing a Guard saw happen to a turn, delivered to
+// GuardOptions.OnEvent and written to the logger.
+type Event struct {
+	// Kind says what happened.
+	Kind EventKind
+	// Turn and Session name the turn (Session may be empty).
+	Turn, Session string
+	// At is when it happened in engine time, since the turn began: the
+	// moment the buffer drained (EventDrain), the underrun's end, when
+	// audio resumed (EventUnderrun), the moment the tolerance fell below
+	// the threshold (EventStall), or the last chunk's arrival (EventTurn).
+	At time.Duration
+	// Now is the turn time on the Guard's clock when the event was raised;
+	// Now - At is how late it came.
+	Now time.Duration
+	// Underrun is the gap (EventUnderrun; EventDrain when the gap is
+	// already known, else only its Turn and Start are set).
+	Underrun Underrun
+	// Tolerance is, for EventStall, the stall tolerance left at At.
+	Tolerance time.Duration
+	// Speech is, for EventSpeech, the chunk; Text its text (tts.TextlessToken
+	// for each token without text); Gaps the underruns inside it (a
+	// synthesizer slower than real time).
+	Speech SpeechChunk
+	Text   string
+	Gaps   []Underrun
+	// Token is the index of the last chunk that had arrived.
+	Token int
+	// Record is, for EventTurn, the turn as streamed.
+	Record *Turn
+	// Playout is, for EventTurn, the turn's finished engine. It is reused
+	// after the callback returns: copy what you keep.
+	Playout *Playout
+}
+
+// GuardOptions configure a Guard. The zero value is usable: real clock,
+// no-op logger, no callback, no stall warnings.
+type GuardOptions struct {
+	// Clock drives the guard's timers (nil: RealClock).
+	Clock Clock
+	// Logger receives one zerolog event per Event: LogUnderrun for
+	// underruns, LogTurn for turn summaries, and "underrun_started" and
+	// "stall_warning" events. The zero Logger logs nothing.
+	Logger zerolog.Logger
+	// OnEvent, when set, is called with every event. Calls are never
+	// concurrent, and the events of a turn arrive in order. It must not call
+	// the Guard, and should return quickly: it holds up the guard.
+	OnEvent func(Event)
+	// WarnTolerance raises EventStall when the stall tolerance falls to it
+	// or below (0: no warnings). The live stall tolerance at time t is
+	// DrainsAt - TTFA - t: how much longer the stream can stay silent before
+	// new text could no longer be synthesized in time. It looks only at the
+	// audio in hand; the offline Playout.Tolerance also knows the future.
+	WarnTolerance time.Duration
+}
+
+// Errors of the Guard.
+var (
+	// ErrUnknownTurn reports a turn that was never begun, or has ended.
+	ErrUnknownTurn = errors.New("unknown turn")
+	// ErrTurnOpen reports a Begin for a turn that is already open.
+	ErrTurnOpen = errors.New("turn already open")
+	// ErrGuardClosed reports a call after Close.
+	ErrGuardClosed = errors.New("guard closed")
+)
+
+// Guard watches live turns in wall-clock time with the same engine
+// (Playout) that offline analysis uses. Begin a turn when its request is
+// sent, feed each Chunk as it arrives, and End it when the stream ends; in
+// between, a timer fires when the buffered audio runs out (EventDrain),
+// when the chunking policy's timer releases text, and when the stall
+// tolerance falls below the warning threshold. Every underrun it reports
+// is the one offline analysis of the recorded turn reports. A Guard is
+// safe for concurrent use across turns.
+type Guard struct {
+	cfg   Config
+	opts  GuardOptions
+	clock Clock
+
+	mu     sync.Mutex // guards turns, free, closed
+	turns  map[string]*guardTurn
+	free   []*Playout
+	closed bool
+
+	emitMu sync.Mutex // serializes OnEvent and the logger
+}
+
+// guardTurn is one open turn. Lock order: guardTurn.mu, then Guard.mu or
+// Guard.emitMu.
+type guardTurn struct {
+	mu     sync.Mutex
+	rec    Turn
+	begin  time.Time
+	p      *Playout
+	timer  Timer
+	gen    uint64
+	ended  bool
+	spoken int // speech chunks announced (EventSpeech)
+	drains int // underruns whose start was announced
+	done   int // underruns announced complete
+	// open drain: announced at the playhead before its underrun is known
+	drainOpen bool
+	drainAt   time.Duration
+	warned    bool
+}
+
+// NewGuard returns a Guard for the engine configuration cfg.
+func NewGuard(cfg Config, opts GuardOptions) (*Guard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.WarnTolerance < 0 {
+		return nil, fmt.Errorf("%w: warn tolerance must not be negative, got %v", ErrConfig, opts.WarnTolerance)
+	}
+	g := &Guard{cfg: cfg, opts: opts, clock: opts.Clock, turns: map[string]*guardTurn{}}
+	if g.clock == nil {
+		g.clock = RealClock()
+	}
+	return g, nil
+}
+
+// Config returns the engine configuration the Guard runs.
+func (g *Guard) Config() Config { return g.cfg }
+
+// Open returns how many turns are open.
+func (g *Guard) Open() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.turns)
+}
+
+// Begin opens a turn whose request is being sent now: chunk times count
+// from this moment.
+func (g *Guard) Begin(turnID, session string) error {
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrGuardClosed
+	}
+	if _, ok := g.turns[turnID]; ok {
+		return fmt.Errorf("%w: %q", ErrTurnOpen, turnID)
+	}
+	var p *Playout
+	if n := len(g.free); n > 0 {
+		p, g.free = g.free[n-1], g.free[:n-1]
+		p.Reset(turnID)
+	} else {
+		var err error
+		if p, err = NewPlayout(g.cfg, turnID); err != nil {
+			return err
+		}
+	}
+	g.turns[turnID] = &guardTurn{
+		rec:   Turn{ID: turnID, Session: session, Start: now},
+		begin: now,
+		p:     p,
+	}
+	return nil
+}
+
+func (g *Guard) lookup(turnID string) (*guardTurn, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, ErrGuardClosed
+	}
+	t, ok := g.turns[turnID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTurn, turnID)
+	}
+	return t, nil
+}
+
+// Chunk feeds the next chunk of a turn, as it arrives. Its time is the
+// Guard's clock since Begin, unless c.At is set (positive): replays pass
+// the recorded time, so that their underruns are exactly the offline ones.
+func (g *Guard) Chunk(turnID string, c Chunk) error {
+	t, err := g.lookup(turnID)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
+	}
+	now := g.clock.Now().Sub(t.begin)
+	if c.At <= 0 {
+		c.At = now
+	}
+	if err := t.p.Push(c); err != nil {
+		return err
+	}
+	t.rec.Chunks = append(t.rec.Chunks, c)
+	g.process(t, now)
+	g.arm(t, now)
+	return nil
+}
+
+// End closes a turn with its status. Underruns not yet announced are
+// raised at once, then the turn summary (EventTurn).
+func (g *Guard) End(turnID string, status Status) error {
+	t, err := g.lookup(turnID)
+	if err != nil {
+		return err
+	}
+	return g.end(t, status)
+}
+
+func (g *Guard) end(t *guardTurn, status Status) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, t.rec.ID)
+	}
+	now := g.clock.Now().Sub(t.begin)
+	t.ended = true
+	t.gen++
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	t.p.End()
+	g.process(t, Unbounded)
+	t.rec.Status = status
+	at := time.Duration(0)
+	if n := len(t.rec.Chunks); n > 0 {
+		at = t.rec.Chunks[n-1].At
+	}
+	g.emit(Event{Kind: EventTurn, Turn: t.rec.ID, Session: t.rec.Session, At: at, Now: now,
+		Token: len(t.rec.Chunks) - 1, Record: &t.rec, Playout: t.p})
+	g.mu.Lock()
+	if g.turns[t.rec.ID] == t {
+		delete(g.turns, t.rec.ID)
+	}
+	g.free = append(g.free, t.p)
+	g.mu.Unlock()
+	t.p = nil
+	return nil
+}
+
+// Close stops every timer and ends the turns still open as incomplete
+// (each raises its summary). Calls after Close fail with ErrGuardClosed.
+func (g *Guard) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	open := make([]*guardTurn, 0, len(g.turns))
+	for _, t := range g.turns {
+		open = append(open, t)
+	}
+	g.mu.Unlock()
+	for _, t := range open {
+		// a concurrent End may have won: that is fine
+		_ = g.end(t, StatusIncomplete)
+	}
+	return nil
+}
+
+// fire is a timer's call for generation gen of turn t.
+func (g *Guard) fire(t *guardTurn, gen uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || t.gen != gen {
+		return
+	}
+	t.timer = nil
+	now := g.clock.Now().Sub(t.begin)
+	t.p.Advance(now)
+	g.process(t, now)
+	g.arm(t, now)
+}
+
+// tolerance is the stall tolerance at time now: how much longer the
+// stream can stay silent before the player starves, given that new text
+// needs the synthesizer's time to first audio. ok is false while the
+// player has not started.
+func (g *Guard) tolerance(t *guardTurn, now time.Duration) (time.Duration, bool) {
+	d, ok := t.p.DrainsAt()
+	if !ok {
+		return 0, false
+	}
+	return d - g.cfg.Synth.TTFA - now, true
+}
+
+// process raises every event due by now (t.mu held).
+func (g *Guard) process(t *guardTurn, now time.Duration) {
+	p := t.p
+	us := p.Underruns
+	last := len(t.rec.Chunks) - 1
+	report := now
+	if now == Unbounded {
+		report = g.clock.Now().Sub(t.begin)
+	}
+	if g.opts.OnEvent != nil {
+		for ; t.spoken < p.scheduled; t.spoken++ {
+			c := p.Chunks[t.spoken]
+			var gaps []Underrun
+			for _, u := range us {
+				if u.Chunk == t.spoken && u.Start >= c.PlayStart && u.Start < c.PlayEnd {
+					gaps = append(gaps, u)
+				}
+			}
+			g.emit(Event{Kind: EventSpeech, Turn: t.rec.ID, Session: t.rec.Session, At: c.Release, Now: report,
+				Token: last, Speech: c, Text: string(p.text[c.From:c.To]), Gaps: gaps})
+		}
+	}
+	if g.opts.WarnTolerance > 0 && !t.ended {
+		if tol, ok := g.tolerance(t, now); ok {
+			switch {
+			case tol > g.opts.WarnTolerance:
+				t.warned = false
+			case !t.warned:
+				t.warned = true
+				at := now
+				if last >= 0 {
+					// it fell below at the threshold, unless a chunk
+					// arrived with less already
+					at = max(now-(g.opts.WarnTolerance-tol), t.rec.Chunks[last].At)
+				}
+				g.emit(Event{Kind: EventStall, Turn: t.rec.ID, Session: t.rec.Session,
+					At: at, Now: report, Tolerance: max(0, tol), Token: last})
+			}
+		}
+	}
+	for {
+		switch {
+		case t.done < t.drains && end(us[t.done]) <= now:
+			g.emit(Event{Kind: EventUnderrun, Turn: t.rec.ID, Session: t.rec.Session,
+				At: end(us[t.done]), Now: report, Underrun: us[t.done], Token: last})
+			t.done++
+			continue
+		case t.drains < len(us) && us[t.drains].Start <= now:
+			u := us[t.drains]
+			if t.drainOpen && u.Start == t.drainAt {
+				t.drainOpen = false // announced when the buffer drained
+			} else {
+				g.emit(Event{Kind: EventDrain, Turn: t.rec.ID, Session: t.rec.Session,
+					At: u.Start, Now: report, Underrun: u, Token: last})
+			}
+			t.drains++
+			continue
+		}
+		break
+	}
+	d, ok := p.DrainsAt()
+	if t.drainOpen && (!ok || d != t.drainAt) {
+		// new audio reached the player before the announced drain became a
+		// gap (a chunk carrying an earlier At), or the turn ended
+		t.drainOpen = false
+	}
+	if ok && d <= now && !t.drainOpen && t.drains == len(us) {
+		t.drainOpen, t.drainAt = true, d
+		g.emit(Event{Kind: EventDrain, Turn: t.rec.ID, Session: t.rec.Session,
+			At: d, Now: report, Underrun: Underrun{Turn: t.rec.ID, Start: d, StartSample: p.samples(d)}, Token: last})
+	}
+}
+
+func end(u Underrun) time.Duration { return u.Start + u.Duration }
+
+// arm sets the turn's timer for the next moment something can happen
+// (t.mu held).
+func (g *Guard) arm(t *guardTurn, now time.Duration) {
+	next := Unbounded
+	us := t.p.Underruns
+	if t.done < len(us) {
+		next = min(next, end(us[t.done]))
+	}
+	if t.drains < len(us) {
+		next = min(next, us[t.drains].Start)
+	}
+	if d, ok := t.p.DrainsAt(); ok && !t.drainOpen {
+		next = min(next, d)
+		if g.opts.WarnTolerance > 0 && !t.warned {
+			next = min(next, d-g.cfg.Synth.TTFA-g.opts.WarnTolerance)
+		}
+	}
+	if d, ok := t.p.Deadline(); ok {
+		next = min(next, d)
+	}
+	t.gen++
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	if next == Unbounded {
+		return
+	}
+	gen := t.gen
+	t.timer = g.clock.AfterFunc(max(0, next-now), func() { g.fire(t, gen) })
+}
+
+// emit delivers an event to the callback and the logger.
+func (g *Guard) emit(e Event) {
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
+	if g.opts.OnEvent != nil {
+		g.opts.OnEvent(e)
+	}
+	log := g.opts.Logger
+	switch e.Kind {
+	case EventUnderrun:
+		LogUnderrun(log, e.Underrun)
+	case EventTurn:
+		LogTurn(log, e.Record, e.Playout)
+	case EventDrain:
+		ev := log.Warn().Str("event", string(EventDrain)).Str("turn", e.Turn)
+		if e.Session != "" {
+			ev = ev.Str("session", e.Session)
+		}
+		ev.Float64("start_ms", Millis(e.At)).Float64("late_ms", Millis(e.Now-e.At)).
+			Int("token", e.Token).Msg(string(EventDrain))
+	case EventStall:
+		ev := log.Warn().Str("event", string(EventStall)).Str("turn", e.Turn)
+		if e.Session != "" {
+			ev = ev.Str("session", e.Session)
+		}
+		ev.Float64("at_ms", Millis(e.At)).Float64("tolerance_ms", Millis(e.Tolerance)).
+			Int("token", e.Token).Msg(string(EventStall))
+	}
+}
+
+// Buffered returns the audio an open turn has released but not yet
+// played, now on the Guard's clock (Playout.Buffered); ok is false for a
+// turn that is not open.
+func (g *Guard) Buffered(turnID string) (d time.Duration, ok bool) {
+	t, err := g.lookup(turnID)
+	if err != nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || t.p == nil {
+		return 0, false
+	}
+	return t.p.Buffered(g.clock.Now().Sub(t.begin)), true
+}

@@ -1,0 +1,376 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// The raw SSE capture format's identity, as its header record states it.
+const (
+	CaptureFormat  = "underrun-sse"
+	CaptureVersion = 1
+)
+
+// MaxCaptureLine is the longest record line a CaptureReader accepts.
+const MaxCaptureLine = 8 << 20
+
+// ErrCapture reports input that is not a valid SSE capture. Errors
+// wrapping it name the input, the line and what was expected.
+var ErrCapture = errors.New("invalid SSE capture")
+
+// A raw SSE capture is JSON Lines: a header, then for each stream (they
+// may interleave) a request record, a response record, one read record
+// per read of the body with the bytes exactly as they arrived, and a close
+// record:
+//
+//	{"type":"sse_header","format":"underrun-sse","version":1,"source":"capture"}
+//	{"type":"request","stream":"t1","start_unix_ns":1764669600000000000,"method":"POST","path":"/v1/chat/completions","model":"m"}
+//	{"type":"response","stream":"t1","t_ns":180000000,"status":200,"content_type":"text/event-stream"}
+//	{"type":"read","stream":"t1","t_ns":412000000,"data":"data: {...}\n\n"}
+//	{"type":"close","stream":"t1","t_ns":990000000}
+//
+// t_ns counts from the request. A read that is not valid UTF-8 has
+// "data_b64" (standard base64) instead of "data". A close record has
+// "read_error" when the body ended with an error, and "cancelled": true
+// when the client gave up. Reading a capture parses the bytes again with
+// the same Stream, so it gives exactly the turns the live run recorded.
+type captureRecord struct {
+	Type        string  `json:"type"`
+	Format      string  `json:"format,omitempty"`
+	Version     int     `json:"version,omitempty"`
+	Source      string  `json:"source,omitempty"`
+	Stream      string  `json:"stream,omitempty"`
+	Session     string  `json:"session,omitempty"`
+	StartUnixNs int64   `json:"start_unix_ns,omitempty"`
+	Method      string  `json:"method,omitempty"`
+	Path        string  `json:"path,omitempty"`
+	Model       string  `json:"model,omitempty"`
+	TNs         *int64  `json:"t_ns,omitempty"`
+	Status      int     `json:"status,omitempty"`
+	ContentType string  `json:"content_type,omitempty"`
+	Data        *string `json:"data,omitempty"`
+	DataB64     *string `json:"data_b64,omitempty"`
+	ReadError   string  `json:"read_error,omitempty"`
+	Cancelled   bool    `json:"cancelled,omitempty"`
+}
+
+// CaptureWriter writes a raw SSE capture, one record per line, each
+// written with one Write call as it happens. It is safe for concurrent
+// use: streams interleave.
+type CaptureWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	buf    []byte
+	source string
+	header bool
+	err    error
+}
+
+// NewCaptureWriter returns a CaptureWriter whose header names source.
+func NewCaptureWriter(w io.Writer, source string) *CaptureWriter {
+	return &CaptureWriter{w: w, source: source}
+}
+
+// write encodes rec and writes it (mu held).
+func (w *CaptureWriter) write(rec *captureRecord) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.buf = w.buf[:0]
+	if !w.header {
+		w.header = true
+		h, _ := json.Marshal(captureRecord{Type: "sse_header", Format: CaptureFormat, Version: CaptureVersion, Source: w.source})
+		w.buf = append(append(w.buf, h...), '\n')
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	w.buf = append(append(w.buf, b...), '\n')
+	if _, err := w.w.Write(w.buf); err != nil {
+		w.err = fmt.Errorf("writing the SSE capture: %w", err)
+	}
+	return w.err
+}
+
+// Begin starts the capture of one stream, whose request was sent at start.
+func (w *CaptureWriter) Begin(id, session string, start time.Time, method, path, model string) (*CaptureStream, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.write(&captureRecord{Type: "request", Stream: id, Session: session, StartUnixNs: start.UnixNano(),
+		Method: method, Path: path, Model: model})
+	return &CaptureStream{w: w, id: id}, err
+}
+
+// CaptureStream records one stream of a CaptureWriter.
+type CaptureStream struct {
+	w  *CaptureWriter
+	id string
+}
+
+func (s *CaptureStream) put(rec *captureRecord, at time.Duration) error {
+	ns := int64(at)
+	rec.Stream, rec.TNs = s.id, &ns
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.w.write(rec)
+}
+
+// Response records the response's status and content type, whose headers
+// arrived at at.
+func (s *CaptureStream) Response(status int, contentType string, at time.Duration) error {
+	return s.put(&captureRecord{Type: "response", Status: status, ContentType: contentType}, at)
+}
+
+// Read records the bytes of one read of the body, which returned at at.
+func (s *CaptureStream) Read(b []byte, at time.Duration) error {
+	rec := captureRecord{Type: "read"}
+	if utf8.Valid(b) {
+		d := string(b)
+		rec.Data = &d
+	} else {
+		d := base64.StdEncoding.EncodeToString(b)
+		rec.DataB64 = &d
+	}
+	return s.put(&rec, at)
+}
+
+// Close records the end of the body at at: readErr is what ended it (nil
+// for the end of the body), cancelled that the client gave up.
+func (s *CaptureStream) Close(at time.Duration, readErr error, cancelled bool) error {
+	rec := captureRecord{Type: "close", Cancelled: cancelled}
+	if readErr != nil && !errors.Is(readErr, errCancelled) {
+		rec.ReadError = readErr.Error()
+	}
+	return s.put(&rec, at)
+}
+
+// SniffCapture reports whether the start of an input is a raw SSE capture.
+func SniffCapture(head []byte) bool {
+	line, _, _ := bytes.Cut(bytes.TrimLeft(head, " \t\r\n"), []byte("\n"))
+	return len(line) > 0 && line[0] == '{' &&
+		(bytes.Contains(line, []byte(`"type":"sse_header"`)) || bytes.Contains(line, []byte(`"type": "sse_header"`)))
+}
+
+// CaptureReader reads a raw SSE capture and yields its streams as turns,
+// each parsed again from its recorded bytes and arrival times. A stream is
+// returned when its close record arrives; streams still open at the end of
+// the input are returned then, in the order they began, with status
+// incomplete. A truncated last line is tolerated (Truncated); any other
+// bad line is an error naming the input and the line.
+type CaptureReader struct {
+	name      string
+	r         *bufio.Reader
+	line      int
+	open      map[string]*Stream
+	order     []string
+	seen      map[string]bool
+	done      bool
+	sawRecord bool
+	// Truncated is true when a cut-off last line was dropped.
+	Truncated bool
+}
+
+// NewCaptureReader returns a reader of r; name labels errors.
+func NewCaptureReader(r io.Reader, name string) *CaptureReader {
+	return &CaptureReader{name: name, r: bufio.NewReaderSize(r, 256<<10), open: map[string]*Stream{}, seen: map[string]bool{}}
+}
+
+func (d *CaptureReader) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s:%d: %s", ErrCapture, d.name, d.line, fmt.Sprintf(format, args...))
+}
+
+// Next returns the next stream's turn, or io.EOF after the last.
+func (d *CaptureReader) Next() (*pipeline.Turn, error) {
+	s, err := d.NextStream()
+	if err != nil {
+		return nil, err
+	}
+	return &s.Turn, nil
+}
+
+func (d *CaptureReader) readLine() (line []byte, last bool, err error) {
+	line, err = d.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		buf := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			if len(buf) > MaxCaptureLine {
+				return nil, false, d.errorf("line longer than %d bytes; want one JSON record per line", MaxCaptureLine)
+			}
+			line, err = d.r.ReadSlice('\n')
+			buf = append(buf, line...)
+		}
+		line = buf
+	}
+	if err == io.EOF {
+		return line, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s:%d: %w", d.name, d.line+1, err)
+	}
+	return line[:len(line)-1], false, nil
+}
+
+// NextStream returns the next stream, with its Stats, or io.EOF.
+func (d *CaptureReader) NextStream() (*Stream, error) {
+	for !d.done {
+		line, last, err := d.readLine()
+		if err != nil {
+			return nil, err
+		}
+		d.line++
+		if last {
+			d.done = true
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		s, err := d.record(line)
+		if err != nil {
+			if last && errors.Is(err, errCaptureSyntax) {
+				d.Truncated = true
+				break
+			}
+			return nil, err
+		}
+		if s != nil {
+			return s, nil
+		}
+	}
+	if !d.sawRecord && !d.Truncated {
+		return nil, d.errorf("empty input; want an SSE capture with at least one stream")
+	}
+	for len(d.order) > 0 {
+		id := d.order[0]
+		d.order = d.order[1:]
+		if s, ok := d.open[id]; ok {
+			delete(d.open, id)
+			s.Turn.Status = pipeline.StatusIncomplete
+			return s, nil
+		}
+	}
+	return nil, io.EOF
+}
+
+var errCaptureSyntax = errors.New("not JSON")
+
+func (d *CaptureReader) record(line []byte) (*Stream, error) {
+	var rec captureRecord
+	if line[0] != '{' {
+		return nil, fmt.Errorf("%w (%w)", d.errorf("not a JSON object; want one record per line"), errCaptureSyntax)
+	}
+	if err := json.Unmarshal(line, &rec); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w (%w)", d.errorf("not valid JSON: %v", err), errCaptureSyntax)
+		}
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return nil, d.errorf("field %q: got JSON %s, want %s", ute.Field, ute.Value, ute.Type)
+		}
+		return nil, d.errorf("%v", err)
+	}
+	d.sawRecord = true
+	switch rec.Type {
+	case "sse_header":
+		if rec.Format != CaptureFormat {
+			return nil, d.errorf("header names format %q; want %q", rec.Format, CaptureFormat)
+		}
+		if rec.Version > CaptureVersion {
+			return nil, d.errorf("capture version %d is newer than this reader (version %d)", rec.Version, CaptureVersion)
+		}
+		return nil, nil
+	case "request":
+		if rec.Stream == "" {
+			return nil, d.errorf(`request record without "stream" id`)
+		}
+		if d.seen[rec.Stream] {
+			return nil, d.errorf("stream %q begins a second time", rec.Stream)
+		}
+		d.seen[rec.Stream] = true
+		var start time.Time
+		if rec.StartUnixNs != 0 {
+			start = time.Unix(0, rec.StartUnixNs)
+		}
+		d.open[rec.Stream] = NewStream(rec.Stream, rec.Session, start)
+		d.order = append(d.order, rec.Stream)
+		return nil, nil
+	case "response", "read", "close":
+	case "":
+		return nil, d.errorf(`record without "type"; want sse_header, request, response, read or close`)
+	default:
+		return nil, nil // unknown record types are ignored
+	}
+	if rec.Stream == "" {
+		return nil, d.errorf(`%s record without "stream" id`, rec.Type)
+	}
+	s, ok := d.open[rec.Stream]
+	if !ok {
+		if d.seen[rec.Stream] {
+			return nil, d.errorf("%s record for stream %q after its close", rec.Type, rec.Stream)
+		}
+		return nil, d.errorf("%s record for stream %q before its request record", rec.Type, rec.Stream)
+	}
+	if rec.TNs == nil {
+		return nil, d.errorf(`%s record of stream %q has no "t_ns"; want nanoseconds since the request`, rec.Type, rec.Stream)
+	}
+	at := time.Duration(*rec.TNs)
+	if at < 0 {
+		return nil, d.errorf("%s record of stream %q has t_ns %d; want a time >= 0", rec.Type, rec.Stream, *rec.TNs)
+	}
+	if last := max(s.Stats.Headers, s.lastRead); at < last {
+		return nil, d.errorf("%s record of stream %q has t_ns %d, before the previous record's %d; want arrival order", rec.Type, rec.Stream, *rec.TNs, int64(last))
+	}
+	switch rec.Type {
+	case "response":
+		if s.Stats.HTTPStatus != 0 {
+			return nil, d.errorf("stream %q has a second response record", rec.Stream)
+		}
+		if rec.Status < 100 || rec.Status > 999 {
+			return nil, d.errorf("response of stream %q has status %d; want an HTTP status code", rec.Stream, rec.Status)
+		}
+		s.Response(rec.Status, rec.ContentType, at)
+	case "read":
+		if s.Stats.HTTPStatus == 0 {
+			return nil, d.errorf("read record of stream %q before its response record", rec.Stream)
+		}
+		var b []byte
+		switch {
+		case rec.Data != nil && rec.DataB64 != nil:
+			return nil, d.errorf(`read record of stream %q has both "data" and "data_b64"; want one`, rec.Stream)
+		case rec.Data != nil:
+			b = []byte(*rec.Data)
+		case rec.DataB64 != nil:
+			var err error
+			if b, err = base64.StdEncoding.DecodeString(*rec.DataB64); err != nil {
+				return nil, d.errorf("read record of stream %q: data_b64: %v", rec.Stream, err)
+			}
+		default:
+			return nil, d.errorf(`read record of stream %q has no "data"; want the bytes read`, rec.Stream)
+		}
+		_ = s.Read(b, at) // a parse error is recorded in the turn
+	case "close":
+		var readErr error
+		switch {
+		case rec.ReadError != "":
+			readErr = errors.New(rec.ReadError)
+		case rec.Cancelled:
+			readErr = errCancelled
+		}
+		s.Close(at, readErr, rec.Cancelled)
+		delete(d.open, rec.Stream)
+		return s, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,255 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/sim"
+)
+
+// stallTurn is a short turn with one long stall: 24 tokens every 20 ms
+// after a TTFT of 60 ms, and 900 ms more before token 3.
+func stallTurn(id string) *pipeline.Turn {
+	text := "Sure, here is the plan for today. First we walk, then we talk, and then we rest a while."
+	return sim.ConstantTurn(id, text, 60*time.Millisecond, 20*time.Millisecond,
+		[]sim.Stall{{Token: 3, Delay: 900 * time.Millisecond}})
+}
+
+func mockServer(t *testing.T, m *Mock) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestMockLiveAgreesWithOffline streams a turn from the mock, captures it
+// with the client, and checks that the engine finds the same underruns in
+// the capture as in what the mock sent (its own record of each flush) and
+// as in the original, within the clock's noise.
+func TestMockLiveAgreesWithOffline(t *testing.T) {
+	t.Parallel()
+	orig := stallTurn("orig")
+	sent := &pipeline.Turn{ID: "sent", Status: pipeline.StatusOK, Chunks: slices.Clone(orig.Chunks)}
+	var mu sync.Mutex // the mock writes sent in its own goroutine
+	srv := mockServer(t, &Mock{Turns: []*pipeline.Turn{orig}, OnSend: func(_ string, i int, at time.Duration) {
+		mu.Lock()
+		sent.Chunks[i].At = at
+		mu.Unlock()
+	}})
+	c := &Client{BaseURL: srv.URL}
+	s, err := c.Stream(context.Background(), "live", "", Request{Model: "m", Prompt: Prompt{Text: "plan my day"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	live := &s.Turn
+	if live.Status != pipeline.StatusOK || live.Text() != orig.Text() || len(live.Chunks) != len(orig.Chunks) {
+		t.Fatalf("captured %s %q (%d chunks), want ok %q (%d)", live.Status, live.Text(), len(live.Chunks), orig.Text(), len(orig.Chunks))
+	}
+	if live.OutputTokens != orig.Tokens() {
+		t.Errorf("usage says %d tokens, want %d", live.OutputTokens, orig.Tokens())
+	}
+	// The capture's t=0 is when the request left, the mock's when it
+	// arrived, and the mock flushes a chunk just before it records the
+	// time: a chunk may be seen "before" it was sent by however long the
+	// machine keeps the mock from reading its clock, and later by however
+	// long it keeps the reader waiting. Shared test machines are busy: the
+	// noise allowed is generous both ways.
+	const noise = 30 * time.Millisecond
+	for i := range orig.Chunks {
+		if d := live.Chunks[i].At - sent.Chunks[i].At; d < -noise || d > noise {
+			t.Errorf("chunk %d arrived at %v, sent at %v", i, live.Chunks[i].At, sent.Chunks[i].At)
+		}
+	}
+	cfg := pipeline.DefaultConfig()
+	got, err := pipeline.Play(cfg, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []*pipeline.Turn{sent, orig} {
+		want, err := pipeline.Play(cfg, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want.Underruns) == 0 {
+			t.Fatalf("%s: no underrun: the test proves nothing", ref.ID)
+		}
+		if len(got.Underruns) != len(want.Underruns) {
+			t.Fatalf("live: %d underruns %+v; %s: %d %+v", len(got.Underruns), got.Underruns, ref.ID, len(want.Underruns), want.Underruns)
+		}
+		for i, w := range want.Underruns {
+			g := got.Underruns[i]
+			if g.Token != w.Token || g.Cause != w.Cause || g.Class != w.Class ||
+				(g.Start-w.Start).Abs() > 2*noise || (g.Duration-w.Duration).Abs() > 2*noise {
+				t.Errorf("underrun %d: live %+v, %s %+v", i, g, ref.ID, w)
+			}
+		}
+	}
+}
+
+func TestMockFormats(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	turns := []*pipeline.Turn{
+		{ID: "think", Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+			{At: ms, Text: "hmm", Reasoning: true, Tokens: 1}, {At: 2 * ms, Text: "Yes", Tokens: 1}, {At: 3 * ms, Text: ".", Tokens: 1}}},
+		{ID: "textless", Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+			{At: ms, Textless: true, Tokens: 1}, {At: 2 * ms, Textless: true, Tokens: 2}}},
+		{ID: "fails", Status: pipeline.StatusError, Error: "GPU fell off", Chunks: []pipeline.Chunk{{At: ms, Text: "a", Tokens: 1}}},
+		{ID: "cut", Status: pipeline.StatusIncomplete, Chunks: []pipeline.Chunk{{At: ms, Text: "a", Tokens: 1}}},
+	}
+	srv := mockServer(t, &Mock{Turns: turns, Model: "mock-7b"})
+	run := func(turn string, req Request) *Stream {
+		t.Helper()
+		c := &Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: headerTransport{turn}}}
+		s, err := c.Stream(context.Background(), turn, "", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := run("think", Request{Model: "x", Prompt: Prompt{Text: "q"}})
+	if s.Turn.Status != pipeline.StatusOK || s.Turn.Text() != "Yes." || !s.Turn.Chunks[0].Reasoning ||
+		s.Stats.RoleOnly != 1 || s.Stats.Usage == nil || s.Stats.Usage.CompletionTokens != 3 || s.Stats.FinishReason != "stop" {
+		t.Errorf("think: %+v %+v", s.Turn, s.Stats)
+	}
+	s = run("think", Request{API: APICompletions, Model: "x", Prompt: Prompt{Text: "q"}, MaxTokens: 2, NoUsage: true})
+	if s.Turn.Status != pipeline.StatusOK || len(s.Turn.Chunks) != 2 || s.Stats.FinishReason != "length" || s.Stats.Usage != nil || s.Stats.RoleOnly != 0 {
+		t.Errorf("completions with max tokens: %+v %+v", s.Turn, s.Stats)
+	}
+	s = run("textless", Request{Model: "x", Prompt: Prompt{Text: "q"}})
+	if s.Turn.Text() != "The quick brown" || s.Stats.Usage.CompletionTokens != 3 {
+		t.Errorf("textless: %q, usage %+v", s.Turn.Text(), s.Stats.Usage)
+	}
+	s = run("fails", Request{Model: "x", Prompt: Prompt{Text: "q"}})
+	if s.Turn.Status != pipeline.StatusError || !strings.Contains(s.Turn.Error, "GPU fell off") || len(s.Turn.Chunks) != 1 {
+		t.Errorf("fails: %+v", s.Turn)
+	}
+	s = run("cut", Request{Model: "x", Prompt: Prompt{Text: "q"}})
+	if s.Turn.Status != pipeline.StatusError || len(s.Turn.Chunks) != 1 {
+		t.Errorf("cut: %+v", s.Turn)
+	}
+}
+
+// headerTransport names the mock turn to stream.
+type headerTransport struct{ turn string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(MockTurnHeader, h.turn)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestMockRoutes(t *testing.T) {
+	t.Parallel()
+	turn := &pipeline.Turn{ID: "a", Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{{At: time.Millisecond, Text: "Hi", Tokens: 1}}}
+	srv := mockServer(t, &Mock{Turns: []*pipeline.Turn{turn}})
+	tests := []struct {
+		method, path, body string
+		header             string
+		status             int
+		has                string
+	}{
+		{"GET", "/v1/models", "", "", 200, `"id":"underrun-mock"`},
+		{"GET", "/health", "", "", 200, ""},
+		{"GET", "/v1/nothing", "", "", 404, "no route"},
+		{"GET", "/v1/chat/completions", "", "", 405, "use POST"},
+		{"POST", "/v1/chat/completions", "{", "", 400, "not a JSON object"},
+		{"POST", "/v1/chat/completions", `{"model":"m"}`, "", 400, "messages"},
+		{"POST", "/v1/completions", `{"model":"m"}`, "", 400, "prompt"},
+		{"POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, "zz", 404, `no turn \"zz\"`},
+		{"POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, "", 200, `"content":"Hi"`},
+		{"POST", "/v1/completions", `{"model":"m","prompt":"x"}`, "", 200, `"text":"Hi"`},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+		if tt.header != "" {
+			req.Header.Set(MockTurnHeader, tt.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.has) {
+			t.Errorf("%s %s: %d %s; want %d with %q", tt.method, tt.path, resp.StatusCode, b, tt.status, tt.has)
+		}
+		if resp.StatusCode == 200 && strings.HasSuffix(tt.path, "completions") && !json.Valid(b) {
+			t.Errorf("%s: not JSON: %s", tt.path, b)
+		}
+	}
+}
+
+// TestMockClientLeaves checks that the mock stops streaming to a client
+// that disconnects.
+func TestMockClientLeaves(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	sent := 0
+	m := &Mock{Turns: []*pipeline.Turn{sim.ConstantTurn("long", strings.Repeat("word ", 200), 0, 10*time.Millisecond, nil)},
+		OnSend: func(string, int, time.Duration) { mu.Lock(); sent++; mu.Unlock() }}
+	srv := mockServer(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	defer cancel()
+	s, err := (&Client{BaseURL: srv.URL}).Stream(ctx, "t", "", Request{Model: "m", Prompt: Prompt{Text: "q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Turn.Status == pipeline.StatusOK {
+		t.Fatalf("a stream cut at 60 ms finished: %+v", s.Turn)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	n := sent
+	mu.Unlock()
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if sent != n || sent > 30 {
+		t.Errorf("the mock went on sending after the client left: %d then %d chunks", n, sent)
+	}
+}
+
+// FuzzAppendQuote checks that the mock's JSON strings decode to the text
+// they quote (valid UTF-8), or to what encoding/json makes of it.
+func FuzzAppendQuote(f *testing.F) {
+	for _, s := range []string{"", "plain", "q\"b\\s\n\r\t\x00\x1f", "é😀\u2028", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q := appendQuote(nil, s)
+		var back string
+		if err := json.Unmarshal(q, &back); err != nil {
+			t.Fatalf("%q quoted as %s: %v", s, q, err)
+		}
+		want := s
+		if !utf8.ValidString(s) {
+			m, _ := json.Marshal(s)
+			_ = json.Unmarshal(m, &want)
+		}
+		if back != want {
+			t.Fatalf("%q came back as %q", s, back)
+		}
+	})
+}
+
+func BenchmarkMockDelta(b *testing.B) {
+	s := &mockStream{m: &Mock{}, chat: true, model: "m", modelJSON: appendQuote(nil, "m"), id: "1", created: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.delta("", " hello \"world\"", false, "", 1)
+		s.buf = s.buf[:0]
+	}
+}

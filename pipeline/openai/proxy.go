@@ -1,0 +1,333 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// DefaultSessionHeader is the request header a Proxy takes a turn's
+// session from.
+const DefaultSessionHeader = "X-Session-Id"
+
+// Proxy is a transparent reverse proxy in front of an OpenAI-compatible
+// server. Every request and response passes through unchanged, byte for
+// byte, each response write flushed at once; streaming requests to
+// /v1/chat/completions and /v1/completions ("stream": true) are also
+// watched as they pass: each becomes a turn, timed from the moment the
+// request reached the proxy, its chunks fed to Guard as they are
+// forwarded, and recorded to Trace and Capture. Everything else (other
+// routes, requests without "stream": true) is forwarded untouched and not
+// recorded. Request headers, Authorization among them, are never logged or
+// recorded.
+//
+// Set the fields before serving; a Proxy is safe for concurrent use.
+type Proxy struct {
+	// Guard, when set, watches each stream in wall-clock time. The Proxy
+	// calls Begin, Chunk (with the measured arrival) and End.
+	Guard *pipeline.Guard
+	// Trace and Capture, when set, record each stream (as Client does).
+	Trace   TraceWriter
+	Capture *CaptureWriter
+	// Logger receives one "proxy_stream" event per stream and one
+	// "proxy_error" event per failed upstream request.
+	Logger zerolog.Logger
+	// SessionHeader names the request header holding the session
+	// (DefaultSessionHeader when empty).
+	SessionHeader string
+	// OnStream, when set, is called with each stream once it has ended.
+	// Calls may be concurrent.
+	OnStream func(s *Stream)
+
+	upstream *url.URL
+	rp       *httputil.ReverseProxy
+	seq      atomic.Uint64
+}
+
+var _ http.Handler = (*Proxy)(nil)
+
+// NewProxy returns a Proxy forwarding to the server at upstream (its root:
+// "http://127.0.0.1:8000"; a path prefix is kept in front of each request's
+// path) through transport (nil: a transport like NewHTTPClient's).
+func NewProxy(upstream string, transport http.RoundTripper) (*Proxy, error) {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return nil, fmt.Errorf("%w: upstream %q: %w", ErrRequest, upstream, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: upstream %q: want http://host:port or https://host", ErrRequest, upstream)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
+	if transport == nil {
+		transport = NewHTTPClient().Transport
+	}
+	p := &Proxy{upstream: u}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Host = u.Host
+			// Rewrite drops these; a transparent proxy passes them on
+			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+				if v := pr.In.Header.Values(h); len(v) > 0 {
+					pr.Out.Header[h] = v
+				}
+			}
+		},
+		Transport:      transport,
+		FlushInterval:  -1, // every write reaches the client at once
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		ErrorLog:       log.New(io.Discard, "", 0), // errors are events, never printed
+	}
+	return p, nil
+}
+
+// watchKey finds a request's watched stream in its context.
+type watchKey struct{}
+
+// watch is one stream the proxy watches.
+type watch struct {
+	p         *Proxy
+	id        string
+	path      string
+	model     string
+	start     time.Time
+	s         *Stream
+	capture   *CaptureStream
+	method    string
+	begun     bool
+	guarded   bool
+	readErr   error
+	upErr     error
+	mu        sync.Mutex
+	errs      []error
+	unwatched string // why the response could not be parsed
+}
+
+func (w *watch) record(err error) {
+	if err == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.errs) < 4 {
+		w.errs = append(w.errs, err)
+	}
+}
+
+// ServeHTTP forwards one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !(strings.HasSuffix(r.URL.Path, "/chat/completions") || strings.HasSuffix(r.URL.Path, "/completions")) {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	head, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading the request: "+err.Error())
+		return
+	}
+	body := io.Reader(bytes.NewReader(head))
+	if len(head) == maxRequestBody {
+		body = io.MultiReader(body, r.Body) // too big to look at: forwarded as it is
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(body)
+	var req struct {
+		Stream bool   `json:"stream"`
+		Model  string `json:"model"`
+	}
+	if len(head) == maxRequestBody || json.Unmarshal(head, &req) != nil || !req.Stream {
+		p.rp.ServeHTTP(w, r2)
+		return
+	}
+	hdr := p.SessionHeader
+	if hdr == "" {
+		hdr = DefaultSessionHeader
+	}
+	session := r.Header.Get(hdr)
+	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
+	wt.s = NewStream(wt.id, session, start)
+	if p.Guard != nil {
+		if err := p.Guard.Begin(wt.id, session); err == nil {
+			wt.guarded = true
+		} else {
+			wt.record(err)
+		}
+	}
+	wt.method = r.Method
+	wt.s.OnChunk = func(c pipeline.Chunk) {
+		if wt.guarded {
+			wt.record(p.Guard.Chunk(wt.id, c))
+		}
+		if p.Trace != nil {
+			wt.record(p.Trace.WriteChunk(wt.id, c))
+		}
+	}
+	r2 = r2.WithContext(context.WithValue(r.Context(), watchKey{}, wt))
+	// deferred: when the copy fails mid-body, ReverseProxy aborts the
+	// response with a panic (http.ErrAbortHandler), which goes on after.
+	// A copy that failed with no upstream error failed on the client's side.
+	defer func() {
+		v := recover()
+		clientLeft := r.Context().Err() != nil || (v != nil && wt.readErr == nil && wt.upErr == nil)
+		p.finish(wt, clientLeft)
+		if v != nil {
+			panic(v)
+		}
+	}()
+	p.rp.ServeHTTP(w, r2)
+}
+
+// modifyResponse taps the body of a watched stream.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	wt, ok := resp.Request.Context().Value(watchKey{}).(*watch)
+	if !ok {
+		return nil
+	}
+	at := time.Since(wt.start)
+	wt.begin()
+	ctype := resp.Header.Get("Content-Type")
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		wt.unwatched = "response is compressed (Content-Encoding " + enc + "): forwarded, not parsed"
+		return nil
+	}
+	wt.s.Response(resp.StatusCode, ctype, at)
+	if wt.capture != nil {
+		wt.record(wt.capture.Response(resp.StatusCode, ctype, at))
+	}
+	resp.Body = &tapBody{rc: resp.Body, wt: wt}
+	return nil
+}
+
+// errorHandler answers a request the upstream failed, as an OpenAI error.
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	if wt, ok := r.Context().Value(watchKey{}).(*watch); ok {
+		wt.upErr = err
+	}
+	if r.Context().Err() != nil {
+		return // the client left: there is no one to answer
+	}
+	p.Logger.Warn().Str("event", "proxy_error").Str("method", r.Method).Str("path", r.URL.Path).
+		Str("error", err.Error()).Msg("proxy_error")
+	writeError(w, http.StatusBadGateway, "upstream: "+err.Error())
+}
+
+// tapBody hands the proxy each read of a watched response body, and
+// parses it only on the next read, once the bytes have been forwarded and
+// flushed to the client: watching adds no delay to the bytes.
+type tapBody struct {
+	rc      io.ReadCloser
+	wt      *watch
+	pending []byte
+	at      time.Duration
+	closed  bool
+}
+
+func (b *tapBody) process() {
+	if len(b.pending) == 0 {
+		return
+	}
+	if b.wt.capture != nil {
+		b.wt.record(b.wt.capture.Read(b.pending, b.at))
+	}
+	_ = b.wt.s.Read(b.pending, b.at) // a parse error is recorded in the turn
+	b.pending = b.pending[:0]
+}
+
+// Read parses the previous read, then reads from the upstream and times
+// what it got.
+func (b *tapBody) Read(p []byte) (int, error) {
+	b.process()
+	n, err := b.rc.Read(p)
+	at := time.Since(b.wt.start)
+	if n > 0 {
+		b.pending = append(b.pending, p[:n]...)
+		b.at = at
+	}
+	if err != nil && err != io.EOF {
+		b.wt.readErr = err
+	}
+	return n, err
+}
+
+// Close parses the last read and closes the upstream body.
+func (b *tapBody) Close() error {
+	b.process()
+	return b.rc.Close()
+}
+
+// begin writes the stream's first records, once the request has gone on
+// (writing them first would delay it).
+func (wt *watch) begin() {
+	if wt.begun {
+		return
+	}
+	wt.begun = true
+	if wt.p.Trace != nil {
+		wt.record(wt.p.Trace.BeginTurn(&wt.s.Turn))
+	}
+	if wt.p.Capture != nil {
+		var err error
+		wt.capture, err = wt.p.Capture.Begin(wt.id, wt.s.Turn.Session, wt.start, wt.method, wt.path, wt.model)
+		wt.record(err)
+	}
+}
+
+// finish ends a watched stream.
+func (p *Proxy) finish(wt *watch, clientLeft bool) {
+	at := time.Since(wt.start)
+	wt.begin()
+	s := wt.s
+	readErr := wt.readErr
+	if readErr == nil {
+		readErr = wt.upErr
+	}
+	if wt.unwatched != "" {
+		readErr = errors.New(wt.unwatched)
+	}
+	if wt.capture != nil {
+		wt.record(wt.capture.Close(at, readErr, clientLeft))
+	}
+	s.Close(at, readErr, clientLeft)
+	if wt.guarded {
+		wt.record(p.Guard.End(wt.id, s.Turn.Status))
+	}
+	if p.Trace != nil {
+		wt.record(p.Trace.EndTurn(&s.Turn))
+	}
+	ev := p.Logger.Info()
+	if s.Turn.Status != pipeline.StatusOK {
+		ev = p.Logger.Warn().Str("error", s.Turn.Error)
+	}
+	if err := errors.Join(wt.errs...); err != nil {
+		ev = ev.Str("record_error", err.Error())
+	}
+	if s.Turn.Session != "" {
+		ev = ev.Str("session", s.Turn.Session)
+	}
+	ev.Str("event", "proxy_stream").Str("turn", wt.id).Str("path", wt.path).Str("model", wt.model).
+		Int("http_status", s.Stats.HTTPStatus).Str("status", string(s.Turn.Status)).
+		Int("chunks", len(s.Turn.Chunks)).Int64("bytes", s.Stats.Bytes).
+		Float64("duration_ms", pipeline.Millis(at)).Msg("proxy_stream")
+	if p.OnStream != nil {
+		p.OnStream(s)
+	}
+}
