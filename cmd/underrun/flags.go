@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,10 +22,14 @@ type engineFlags struct {
 	preroll      time.Duration
 	interruption time.Duration
 	stallFactor  float64
+	voice        string
+	fs           *pflag.FlagSet
 }
 
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	d := pipeline.DefaultConfig()
+	f.fs = fs
+	fs.StringVar(&f.voice, "voice", "", "voice profile `FILE` from `underrun voice calibrate`: its rate and pauses, and its synthesizer latency unless --tts-latency or --rtf are given")
 	fs.StringVar(&f.chunking, "chunking", pipeline.DefaultPolicy, "chunking policy: "+tts.PolicyNames)
 	fs.Float64Var(&f.wpm, "wpm", d.Voice.WPM, "speaking rate in words per minute (pauses at punctuation come on top)")
 	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "speak every token, text or not, for exactly this long (default: text by the voice model, text-less tokens at one word's time / 1.33)")
@@ -51,6 +56,11 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 	cfg.Preroll = f.preroll
 	cfg.Interruption = f.interruption
 	cfg.StallFactor = f.stallFactor
+	if f.voice != "" {
+		if err := f.applyVoice(&cfg); err != nil {
+			return cfg, err
+		}
+	}
 	switch {
 	case f.tokenAudio < 0:
 		return cfg, usagef("--token-audio must not be negative, got %v", f.tokenAudio)
@@ -61,4 +71,36 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 		return cfg, usageError{fmt.Errorf("speech model flags: %w", err)}
 	}
 	return cfg, nil
+}
+
+// applyVoice loads the --voice profile into cfg; flags given on the
+// command line still win.
+func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
+	file, err := os.Open(f.voice)
+	if err != nil {
+		return usagef("--voice: %w", err)
+	}
+	defer file.Close()
+	prof, err := tts.ReadProfile(file, f.voice)
+	if err != nil {
+		return usagef("--voice: %w", err)
+	}
+	changed := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+	wpm, tokenAudio := cfg.Voice.WPM, cfg.Voice.TokenAudio
+	cfg.Voice = prof.Voice
+	if changed("wpm") {
+		cfg.Voice.WPM = wpm
+	}
+	if changed("token-audio") {
+		cfg.Voice.TokenAudio = tokenAudio
+	}
+	if prof.Synth != nil {
+		if !changed("tts-latency") {
+			cfg.Synth.TTFA = prof.Synth.TTFA
+		}
+		if !changed("rtf") {
+			cfg.Synth.RTF = prof.Synth.RTF
+		}
+	}
+	return nil
 }

@@ -30,6 +30,14 @@ type sinkFactory func(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turn
 // sinkFactories are registered by the files that define sinks (init).
 var sinkFactories []sinkFactory
 
+// configHook binds flags that change the engine configuration itself
+// (--audio-engine: a real synthesizer's durations) and returns the
+// function that applies them before the session plays anything.
+type configHook func(fs *pflag.FlagSet) func(e *env, cfg *pipeline.Config) error
+
+// configHooks are registered by the files that define them (init).
+var configHooks []configHook
+
 // reportFlags are the output flags of every command that reports on
 // played turns (analyze, sim, replay).
 type reportFlags struct {
@@ -40,6 +48,7 @@ type reportFlags struct {
 	invert  bool
 	list    int
 	sinks   []func(e *env, cfg pipeline.Config) (turnSink, error)
+	hooks   []func(e *env, cfg *pipeline.Config) error
 }
 
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
@@ -51,6 +60,9 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.list, "list", 20, "list up to `N` underruns in the text report (0: none)")
 	for _, factory := range sinkFactories {
 		f.sinks = append(f.sinks, factory(fs))
+	}
+	for _, hook := range configHooks {
+		f.hooks = append(f.hooks, hook(fs))
 	}
 }
 
@@ -73,6 +85,11 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	}
 	if f.tpotSLO <= 0 {
 		return nil, usagef("--tpot-slo must be positive, got %v", f.tpotSLO)
+	}
+	for _, apply := range f.hooks {
+		if err := apply(e, &cfg); err != nil {
+			return nil, err
+		}
 	}
 	p, err := pipeline.NewPlayout(cfg, "")
 	if err != nil {

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gopxl/beep/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/render"
+)
+
+func init() { commands = append(commands, newReplayCommand) }
+
+const replayLong = `Play recorded token traces in wall-clock time through the live guard: the same
+engine analyze uses, driven by a real clock. Each turn begins at its recorded
+start (turns without one follow each other), each chunk arrives at its
+recorded time, and every underrun is printed the moment the player's buffer
+runs dry, then again, complete, when audio resumes; the report at the end is
+the one analyze gives for the same trace.
+
+--speed plays faster or slower than real time (the underruns stay exactly
+those of the recording). --warn prints a stall warning whenever the stall
+tolerance (how much longer the stream can stay silent before the player
+starves) falls to the threshold. With a build made with -tags speaker,
+--play plays what the listener hears through the sound card as it happens.
+
+Ctrl-C stops the replay; the turns so far are reported.
+
+Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
+2 bad usage or bad input.`
+
+const replayExample = `  underrun replay trace.jsonl
+  underrun replay --speed 4 --warn 150ms capture.jsonl
+  underrun replay --chunking sentence --tts-latency 250ms --wav turn.wav --mark-gaps trace.jsonl
+  go build -tags speaker ./cmd/underrun && ./underrun replay --play trace.jsonl`
+
+// openSpeaker starts playing s through the sound card at rate and returns
+// the function that stops it; nil in builds without the speaker tag.
+var openSpeaker func(rate int, s beep.Streamer) (stop func(), err error)
+
+type replayCommand struct {
+	env    *env
+	cmd    *cobra.Command
+	engine engineFlags
+	out    reportFlags
+	format string
+	speed  float64
+	warn   time.Duration
+	play   bool
+}
+
+func newReplayCommand(e *env) *cobra.Command {
+	c := &replayCommand{env: e}
+	c.cmd = &cobra.Command{
+		Use:     "replay [FILE...]",
+		Short:   "Play token traces in wall-clock time, printing underruns as they happen",
+		Long:    replayLong,
+		Example: replayExample,
+		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
+	}
+	fs := c.cmd.Flags()
+	c.engine.bind(fs)
+	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	fs.Float64Var(&c.speed, "speed", 1, "play `FACTOR` times as fast as recorded (2: twice as fast)")
+	fs.DurationVar(&c.warn, "warn", 0, "print a stall warning when the stall tolerance falls to this (0: none)")
+	fs.BoolVar(&c.play, "play", false, "play what the listener hears through the sound card (builds with -tags speaker)")
+	c.out.bind(fs)
+	return c.cmd
+}
+
+func (c *replayCommand) run(cmd *cobra.Command, args []string) error {
+	switch {
+	case !(c.speed > 0) || math.IsInf(c.speed, 0):
+		return usagef("--speed must be a positive number, got %v", c.speed)
+	case c.warn < 0:
+		return usagef("--warn must not be negative, got %v", c.warn)
+	case c.play && openSpeaker == nil:
+		return usagef("--play: this build has no sound card support; build with: go build -tags speaker ./cmd/underrun")
+	case c.play && c.speed != 1:
+		return usagef("--play plays in real time: drop --speed")
+	}
+	turns, err := c.read(cmd.Context(), args)
+	if err != nil {
+		return err
+	}
+	cfg, err := c.engine.config()
+	if err != nil {
+		return err
+	}
+	s, err := c.out.begin(c.env, cfg)
+	if err != nil {
+		return err
+	}
+	live := c.env.stdout
+	if c.out.output == "json" {
+		live = c.env.stderr
+	}
+	r := &replayRun{cmd: c, session: s, live: live}
+	if err := r.replay(cmd.Context(), turns); err != nil {
+		s.abort()
+		return err
+	}
+	if r.err != nil {
+		s.abort()
+		return r.err
+	}
+	fmt.Fprintln(live)
+	return s.finish()
+}
+
+// read decodes every turn of the inputs (standard input when none).
+func (c *replayCommand) read(ctx context.Context, args []string) ([]*pipeline.Turn, error) {
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	var turns []*pipeline.Turn
+	for _, name := range args {
+		var r io.Reader = c.env.stdin
+		label := "stdin"
+		if name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			defer f.Close()
+			r, label = f, name
+		}
+		dec, err := trace.Open(r, label, c.format)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			t, err := dec.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, usageError{err}
+			}
+			if err := t.Validate(); err != nil {
+				return nil, usageError{fmt.Errorf("%s: %w", label, err)}
+			}
+			turns = append(turns, t)
+		}
+	}
+	if len(turns) == 0 {
+		return nil, usagef("replay: no turns in the input")
+	}
+	return turns, nil
+}
+
+// replayRun is one replay: the guard's events go to the live output, the
+// report and the sinks.
+type replayRun struct {
+	cmd     *replayCommand
+	session *session
+	live    io.Writer
+	clock   pipeline.Clock
+	start   time.Time
+	audio   *render.Live
+	engine  tts.Engine
+	mu      sync.Mutex
+	err     error // first error of the event handler
+}
+
+func (r *replayRun) replay(ctx context.Context, turns []*pipeline.Turn) error {
+	s := r.session
+	cfg := s.cfg
+	r.clock = pipeline.ScaledClock(pipeline.PreciseClock(nil, pipeline.DefaultSpin), r.cmd.speed)
+	var span time.Duration
+	for _, t := range turns {
+		if n := len(t.Chunks); n > 0 {
+			span += t.Chunks[n-1].At
+		}
+	}
+	fmt.Fprintf(r.live, "replaying %d %s at %gx (up to %.1f s of trace); underruns print as they happen, Ctrl-C stops\n\n",
+		len(turns), replayNoun(len(turns), "turn", "turns"), r.cmd.speed, span.Seconds())
+	fmt.Fprintf(r.live, "  %9s  %-12s  %s\n", "time", "turn", "event")
+	var stop func()
+	if r.cmd.play {
+		engine, err := audioEngine(cfg, tts.EngineAuto)
+		if err != nil {
+			return err
+		}
+		r.engine, r.audio = engine, render.NewLive()
+		if stop, err = openSpeaker(cfg.SampleRate, r.audio); err != nil {
+			return fmt.Errorf("--play: %w", err)
+		}
+	}
+	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{
+		Clock: r.clock, Logger: s.log, OnEvent: r.event, WarnTolerance: r.cmd.warn,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	r.start = r.clock.Now()
+	err = pipeline.Replay(ctx, g, turns, pipeline.ReplayOptions{Clock: r.clock, Spin: pipeline.DefaultSpin})
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		g.Close()
+		return usageError{err}
+	}
+	g.Close()
+	if r.audio != nil {
+		// let the speech already scheduled play out, as long as the sound
+		// card keeps taking it
+		last, moved := r.audio.Position(), time.Now()
+		for !interrupted && ctx.Err() == nil && last < r.audio.End() && time.Since(moved) < time.Second {
+			time.Sleep(20 * time.Millisecond)
+			if p := r.audio.Position(); p != last {
+				last, moved = p, time.Now()
+			}
+		}
+		if last < r.audio.End() && ctx.Err() == nil {
+			fmt.Fprintf(r.cmd.env.stderr, "underrun: --play: the sound card stopped taking audio\n")
+		}
+		r.audio.Close()
+		closed := make(chan struct{})
+		go func() { stop(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(time.Second):
+		}
+	}
+	if interrupted {
+		fmt.Fprintf(r.live, "\nreplay interrupted: the report covers the turns so far\n")
+	}
+	return nil
+}
+
+func (r *replayRun) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// event handles one guard event (never concurrently).
+func (r *replayRun) event(e pipeline.Event) {
+	now := r.clock.Now().Sub(r.start)
+	line := func(format string, args ...any) {
+		fmt.Fprintf(r.live, "  %8.3fs  %-12s  %s\n", now.Seconds(), e.Turn, fmt.Sprintf(format, args...))
+	}
+	switch e.Kind {
+	case pipeline.EventDrain:
+		line("underrun started: the player ran dry (%d tokens in)", e.Token+1)
+	case pipeline.EventUnderrun:
+		u := e.Underrun
+		line("underrun: %.1f ms %s, %s, token %d (ITL %.1f ms), %s",
+			pipeline.Millis(u.Duration), u.Class, u.Cause, u.Token, pipeline.Millis(u.ITL), u.Position)
+	case pipeline.EventStall:
+		line("stall warning: %.1f ms of tolerance left after token %d", pipeline.Millis(e.Tolerance), e.Token)
+	case pipeline.EventSpeech:
+		if r.audio == nil {
+			return
+		}
+		samples, err := render.Speech(context.Background(), r.session.cfg, r.engine, e.Speech, e.Text, e.Gaps)
+		if err != nil {
+			r.fail(fmt.Errorf("--play: %w", err))
+			return
+		}
+		// the turn began e.Now ago; sample 0 of the stream is the start
+		rate := float64(r.session.cfg.SampleRate)
+		begin := now - e.Now
+		r.audio.Add(int64(math.Round((begin+e.Speech.PlayStart).Seconds()*rate)), samples)
+	case pipeline.EventTurn:
+		var silence float64
+		glitches, interruptions := 0, 0
+		for _, u := range e.Playout.Underruns {
+			silence += pipeline.Millis(u.Duration)
+			if u.Class == pipeline.Interruption {
+				interruptions++
+			} else {
+				glitches++
+			}
+		}
+		line("turn ended (%s): %d %s, %d %s, %.0f ms of silence",
+			e.Record.Status, interruptions, replayNoun(interruptions, "interruption", "interruptions"),
+			glitches, replayNoun(glitches, "glitch", "glitches"), silence)
+		// the event log has its live events already: report and sinks only
+		r.session.report.Add(e.Record, e.Playout)
+		for _, sink := range r.session.sinks {
+			if err := sink.Add(e.Record, e.Playout); err != nil {
+				r.fail(err)
+			}
+		}
+	}
+}
+
+func replayNoun(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,39 @@
+//go:build speaker
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gopxl/beep/v2"
+	"github.com/gopxl/beep/v2/speaker"
+)
+
+// The speaker build plays --play audio through the sound card with beep's
+// speaker (cgo and ALSA on Linux); the default build needs neither.
+func init() { openSpeaker = playThroughSpeaker }
+
+// speakerStartup bounds the sound card's start: without a card, the audio
+// library can wait for it forever.
+const speakerStartup = 5 * time.Second
+
+func playThroughSpeaker(rate int, s beep.Streamer) (func(), error) {
+	sr := beep.SampleRate(rate)
+	done := make(chan error, 1)
+	go func() {
+		// 50 ms of buffer: small enough to hear gaps where they fall
+		done <- speaker.Init(sr, sr.N(50*time.Millisecond))
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("sound card: %w", err)
+		}
+	case <-time.After(speakerStartup):
+		return nil, errors.New("sound card: not ready after 5s (is there an audio device?)")
+	}
+	speaker.Play(s)
+	return speaker.Close, nil
+}

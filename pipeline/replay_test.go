@@ -1,0 +1,185 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+func TestScaledClock(t *testing.T) {
+	t.Parallel()
+	base := pipeline.NewManualClock(epoch)
+	c := pipeline.ScaledClock(base, 4)
+	start := c.Now()
+	fired := false
+	c.AfterFunc(400*gms, func() { fired = true })
+	base.Advance(99 * gms)
+	if fired {
+		t.Fatal("fired after 99 ms of base time, want 100")
+	}
+	base.Advance(1 * gms)
+	if !fired {
+		t.Fatal("not fired after 100 ms of base time")
+	}
+	if got := c.Now().Sub(start); got != 400*gms {
+		t.Errorf("scaled clock moved %v, want 400ms", got)
+	}
+	if pipeline.ScaledClock(base, 1) != pipeline.Clock(base) {
+		t.Error("speed 1 should return the base clock")
+	}
+}
+
+// replayTurns are turns with drains: tokens of 40 ms audio every 10 ms,
+// then stalls.
+func replayTurns(n int, start time.Time) []*pipeline.Turn {
+	var turns []*pipeline.Turn
+	for i := range n {
+		var times []time.Duration
+		at := time.Duration(5+i) * gms
+		for k := range 12 {
+			if k == 4 || k == 9 {
+				at += time.Duration(150+10*i) * gms
+			}
+			at += 10 * gms
+			times = append(times, at)
+		}
+		turn := textlessTurn(fmt.Sprintf("r%d", i), times...)
+		if !start.IsZero() {
+			turn.Start = start.Add(time.Duration(i) * 7 * gms)
+		}
+		turns = append(turns, turn)
+	}
+	return turns
+}
+
+func TestReplayMatchesOffline(t *testing.T) {
+	t.Parallel()
+	cfg := tokenConfig(t, 40*gms)
+	cfg.Synth.TTFA = 5 * gms
+	for _, tc := range []struct {
+		name  string
+		turns []*pipeline.Turn
+	}{
+		{"interleaved", replayTurns(4, epoch)},
+		{"sequential", replayTurns(3, time.Time{})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := pipeline.ScaledClock(nil, 8)
+			c := &collector{}
+			g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: clock, OnEvent: c.add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			fed := 0
+			err = pipeline.Replay(context.Background(), g, tc.turns, pipeline.ReplayOptions{Clock: clock,
+				OnFeed: func(string, int, time.Duration) { mu.Lock(); fed++; mu.Unlock() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if want := 12 * len(tc.turns); fed != want {
+				t.Errorf("fed %d chunks, want %d", fed, want)
+			}
+			for _, turn := range tc.turns {
+				off, err := pipeline.Play(cfg, turn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(off.Underruns) == 0 {
+					t.Fatalf("%s: no underruns to compare", turn.ID)
+				}
+				if got := c.turns[turn.ID]; !slices.Equal(got, off.Underruns) {
+					t.Errorf("%s: replay %+v, want %+v", turn.ID, got, off.Underruns)
+				}
+			}
+			if n := len(c.kind(pipeline.EventDrain)); n < len(tc.turns) {
+				t.Errorf("only %d drains raised", n)
+			}
+		})
+	}
+}
+
+func TestReplayErrorsAndCancel(t *testing.T) {
+	t.Parallel()
+	cfg := tokenConfig(t, 40*gms)
+	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	bad := textlessTurn("bad", 50*gms, 10*gms)
+	if err := pipeline.Replay(context.Background(), g, []*pipeline.Turn{bad}, pipeline.ReplayOptions{}); !errors.Is(err, pipeline.ErrReplay) {
+		t.Errorf("turn out of order: %v", err)
+	}
+	dup := []*pipeline.Turn{textlessTurn("same", 10*gms), textlessTurn("same", 10*gms)}
+	dup[0].Start, dup[1].Start = epoch, epoch
+	if err := pipeline.Replay(context.Background(), g, dup, pipeline.ReplayOptions{}); !errors.Is(err, pipeline.ErrTurnOpen) {
+		t.Errorf("two open turns with one ID: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*gms)
+	defer cancel()
+	long := textlessTurn("long", 10*gms, 10*time.Second)
+	start := time.Now()
+	if err := pipeline.Replay(ctx, g, []*pipeline.Turn{long}, pipeline.ReplayOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("cancelled replay: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("cancel took %v", took)
+	}
+}
+
+// BenchmarkReplayLateness replays interleaved turns on the wall clock at
+// real speed and measures how late each wall-clock event fires against
+// its schedule: every chunk fed (feed_*) and every drain raised by the
+// guard's timer (drain_*), in milliseconds.
+func BenchmarkReplayLateness(b *testing.B) {
+	cfg := tokenConfig(b, 40*gms)
+	cfg.Synth.TTFA = 5 * gms
+	var mu sync.Mutex
+	var feed, drain []float64
+	for b.Loop() {
+		clock := pipeline.PreciseClock(nil, pipeline.DefaultSpin)
+		g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: clock, OnEvent: func(e pipeline.Event) {
+			if e.Kind == pipeline.EventDrain && e.Now > e.At {
+				mu.Lock()
+				drain = append(drain, pipeline.Millis(e.Now-e.At))
+				mu.Unlock()
+			}
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = pipeline.Replay(context.Background(), g, replayTurns(8, epoch), pipeline.ReplayOptions{Clock: clock, Spin: pipeline.DefaultSpin,
+			OnFeed: func(_ string, _ int, late time.Duration) {
+				mu.Lock()
+				feed = append(feed, pipeline.Millis(late))
+				mu.Unlock()
+			}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		g.Close()
+	}
+	report := func(name string, v []float64) {
+		if len(v) == 0 {
+			return
+		}
+		sort.Float64s(v)
+		b.ReportMetric(pipeline.Percentile(v, 50), name+"_p50_ms")
+		b.ReportMetric(pipeline.Percentile(v, 99), name+"_p99_ms")
+		b.ReportMetric(v[len(v)-1], name+"_max_ms")
+	}
+	report("feed", feed)
+	report("drain", drain)
+}
