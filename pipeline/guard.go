@@ -66,7 +66,8 @@ type Event struct {
 	Gaps   []Underrun
 	// Token is the index of the last chunk that had arrived.
 	Token int
-	// Record is, for EventTurn, the turn as streamed.
+	// Record is, for EventTurn, the turn as streamed; it stays valid after
+	// the callback.
 	Record *Turn
 	// Playout is, for EventTurn, the turn's finished engine. It is reused
 	// after the callback returns: copy what you keep.

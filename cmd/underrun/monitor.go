@@ -1,0 +1,665 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/pipeline/monitor"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+func init() { commands = append(commands, newMonitorCommand) }
+
+const defaultMonitorListen = "127.0.0.1:8765"
+
+// defaultMonitorWarn is the monitor's stall-warning threshold: the live
+// page shows a session as "low" this long before it would go silent.
+const defaultMonitorWarn = 100 * time.Millisecond
+
+const monitorLong = `Watch live voice sessions. A voice app opens one websocket per session on
+/ingest and sends JSON messages as its LLM streams (turn_start, chunk,
+turn_end, barge_in, and optional tts facts with real audio durations; the
+protocol is in the README, section "Live monitor"). Every session is guarded
+in wall-clock time by the speech model: the moment a listener's audio would
+run dry an "underrun_started" event is raised, then the underrun itself, stall
+warnings (--warn-tolerance before the buffer would drain) and a summary per
+turn. A barge-in ends the turn
+without counting the cut as an underrun.
+
+Events go to the event log (zerolog JSON lines, --events, stderr by default)
+and to every websocket subscribed on /events. The live page on / lists the
+sessions, those about to go silent first, with a chart of the selected
+session's buffered audio, token arrivals and gaps. /metrics serves Prometheus
+histograms (ITL, TPOT, TTFT, time to first audio, underrun length), counters
+(turns, glitches, interruptions, barge-ins) and the live-session gauge; a
+Grafana dashboard is in pipeline/monitor/grafana/underrun.json.
+
+The monitor listens on loopback unless --token is given; with a token every
+request needs "Authorization: Bearer TOKEN" (or ?token=TOKEN, as the page
+uses). Browser origins other than the monitor's own need --origin. Messages
+over --max-message close the connection; messages over --rate are refused
+with an error message; a subscriber or page that reads too slowly is dropped.
+--record FILE writes everything received as a native trace as it arrives
+(turns named SESSION/TURN); SIGTERM or Ctrl-C closes the sessions, ends their
+open turns as incomplete and flushes the recording.
+
+Exit codes: 0 clean shutdown; 2 bad usage, or the monitor could not run.`
+
+const monitorExample = `  underrun monitor                                   # http://127.0.0.1:8765/
+  underrun monitor --record live.jsonl --warn-tolerance 150ms --chunking sentence
+  underrun monitor --listen 0.0.0.0:8765 --token "$TOKEN" --origin https://ops.example.com
+  underrun monitor feed live.jsonl --to http://127.0.0.1:8765   # replay a recording into it
+  underrun monitor load --sessions 500 --duration 5s           # measure ingestion`
+
+type monitorCommand struct {
+	env         *env
+	engine      engineFlags
+	listen      string
+	token       string
+	origins     []string
+	record      string
+	events      string
+	warn        time.Duration
+	maxMessage  int64
+	rate        float64
+	burst       int
+	queue       int
+	maxSessions int
+	grace       time.Duration
+}
+
+func newMonitorCommand(e *env) *cobra.Command {
+	c := &monitorCommand{env: e}
+	cmd := &cobra.Command{
+		Use:     "monitor",
+		Short:   "Watch live voice sessions: websocket ingest, live page, Prometheus metrics",
+		Long:    monitorLong,
+		Example: monitorExample,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
+	}
+	fs := cmd.Flags()
+	c.engine.bind(fs)
+	fs.StringVar(&c.listen, "listen", defaultMonitorListen, "`HOST:PORT` to listen on; anything but loopback needs --token")
+	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "bearer token every request must carry (default $UNDERRUN_MONITOR_TOKEN)")
+	fs.StringSliceVar(&c.origins, "origin", nil, "browser `ORIGIN` allowed besides the monitor's own (repeatable; * for any)")
+	fs.StringVar(&c.record, "record", "", "write everything received to `FILE` as a native trace")
+	fs.StringVar(&c.events, "events", "-", "write the zerolog JSON event log to `FILE` (- for stderr, \"\" for none)")
+	fs.DurationVar(&c.warn, "warn-tolerance", defaultMonitorWarn, "raise a stall_warning when a stream is this close to starving the player (0: none)")
+	fs.Int64Var(&c.maxMessage, "max-message", monitor.DefaultMaxMessage, "largest ingest message in `BYTES`")
+	fs.Float64Var(&c.rate, "rate", monitor.DefaultRate, "messages per second each ingest connection may send")
+	fs.IntVar(&c.burst, "burst", monitor.DefaultBurst, "messages an ingest connection may send at once above --rate")
+	fs.IntVar(&c.queue, "queue", monitor.DefaultQueue, "messages waiting for a subscriber or page before it is dropped")
+	fs.IntVar(&c.maxSessions, "max-sessions", monitor.DefaultMaxSessions, "ingest connections open at once")
+	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
+	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorEchoCommand(e))
+	return cmd
+}
+
+// asyncWriter hands writes to a goroutine through a bounded queue; when
+// the queue is full a write is dropped (and counted) rather than waited
+// for.
+type asyncWriter struct {
+	mu      sync.Mutex
+	ch      chan []byte
+	closed  bool
+	dropped int
+	done    chan struct{}
+}
+
+func newAsyncWriter(w io.Writer, queue int) *asyncWriter {
+	a := &asyncWriter{ch: make(chan []byte, queue), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for b := range a.ch {
+			w.Write(b)
+		}
+	}()
+	return a
+}
+
+// Write queues a copy of p.
+func (a *asyncWriter) Write(p []byte) (int, error) {
+	b := append([]byte(nil), p...)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return 0, os.ErrClosed
+	}
+	select {
+	case a.ch <- b:
+	default:
+		a.dropped++
+	}
+	return len(p), nil
+}
+
+// Close writes out what is queued and returns how many writes were dropped.
+func (a *asyncWriter) Close() int {
+	a.mu.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.ch)
+	}
+	n := a.dropped
+	a.mu.Unlock()
+	<-a.done
+	return n
+}
+
+// checkListen refuses an address other than loopback without a token.
+func checkListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--listen %q: %w", addr, err)
+	}
+	if token != "" {
+		return nil
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usagef("--listen %q is not a loopback address: give --token (or $UNDERRUN_MONITOR_TOKEN) so that only your clients can feed and watch it", addr)
+}
+
+func (c *monitorCommand) run(ctx context.Context) error {
+	cfg, err := c.engine.config()
+	if err != nil {
+		return err
+	}
+	if err := checkListen(c.listen, c.token); err != nil {
+		return err
+	}
+	opts := monitor.Options{
+		Config: cfg, WarnTolerance: c.warn, Token: c.token, Origins: c.origins,
+		MaxMessage: c.maxMessage, Rate: c.rate, Burst: c.burst, Queue: c.queue, MaxSessions: c.maxSessions,
+		Logger: zerolog.Nop(),
+	}
+	switch {
+	case c.maxMessage <= 0, c.rate <= 0, c.burst <= 0, c.queue <= 0, c.maxSessions <= 0:
+		return usagef("--max-message, --rate, --burst, --queue and --max-sessions must be positive")
+	case c.warn < 0:
+		return usagef("--warn-tolerance must not be negative, got %v", c.warn)
+	}
+	var closers []io.Closer
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}()
+	// the event log is written by its own goroutine: a slow terminal or
+	// disk must not hold up the guards
+	var logOut io.Writer
+	switch c.events {
+	case "":
+	case "-":
+		logOut = c.env.stderr
+	default:
+		f, err := os.Create(c.events)
+		if err != nil {
+			return usagef("--events: %w", err)
+		}
+		closers = append(closers, f)
+		logOut = f
+	}
+	var events *asyncWriter
+	if logOut != nil {
+		events = newAsyncWriter(logOut, 1<<14)
+		opts.Logger = zerolog.New(events).With().Timestamp().Logger()
+		defer func() {
+			if n := events.Close(); n > 0 {
+				fmt.Fprintf(c.env.stderr, "underrun monitor: the event log fell behind: %d events dropped\n", n)
+			}
+		}()
+	}
+	var rec *os.File
+	if c.record != "" {
+		if rec, err = os.Create(c.record); err != nil {
+			return usagef("--record: %w", err)
+		}
+		opts.Record = rec
+	}
+	srv, err := monitor.New(opts)
+	if err != nil {
+		if rec != nil {
+			rec.Close()
+		}
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		if rec != nil {
+			rec.Close()
+		}
+		return usagef("--listen: %w", err)
+	}
+	addr := ln.Addr().String()
+	fmt.Fprintf(c.env.stderr, "underrun monitor on http://%s/  (ingest ws://%s/ingest, events ws://%s/events, metrics http://%s/metrics)\n", addr, addr, addr, addr)
+	err = srv.Serve(ctx, ln, c.grace)
+	if rec != nil {
+		if cerr := rec.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("--record: %w", cerr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	st := srv.Stats()
+	fmt.Fprintf(c.env.stderr, "underrun monitor: stopped; %d messages accepted, %d refused\n", st.Received, st.Refused)
+	return nil
+}
+
+const monitorFeedLong = `Play a recorded trace into a running monitor at its real pace: one ingest
+connection per session of the trace, each turn started at its recorded offset
+from the first (turns without a start time follow each other), each chunk sent
+at its recorded time with t_ms, so the monitor raises the same underruns that
+analyze reports. A turn named SESSION/TURN (as monitor --record names them)
+is sent as TURN on SESSION. Any trace format analyze reads is accepted.
+
+Exit codes: 0 every message sent; 2 bad usage, or the monitor could not be
+reached.`
+
+const monitorFeedExample = `  underrun monitor feed live.jsonl --to http://127.0.0.1:8765
+  underrun monitor feed --format vllm bench.json --to ws://127.0.0.1:8765 --token "$TOKEN"`
+
+func newMonitorFeedCommand(e *env) *cobra.Command {
+	var to, token, format, session string
+	cmd := &cobra.Command{
+		Use:     "feed FILE --to URL",
+		Short:   "Feed a recorded trace into a running monitor at its real pace",
+		Long:    monitorFeedLong,
+		Example: monitorFeedExample,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return usagef("--to: the monitor's address is required (e.g. http://%s)", defaultMonitorListen)
+			}
+			in, err := openInput(e, args[0])
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			dec, err := in.decoder(format)
+			if err != nil {
+				return err
+			}
+			st, err := monitor.Feed(cmd.Context(), dec, monitor.FeedOptions{
+				URL: to, Token: token, Session: session,
+				OnRefused: func(s, msg string) {
+					fmt.Fprintf(e.stderr, "underrun: monitor refused a message of session %s: %s\n", s, msg)
+				},
+			})
+			fmt.Fprintf(e.stdout, "fed %d turns of %d sessions: %d messages, %d refused\n", st.Turns, st.Sessions, st.Messages, st.Refused)
+			if err != nil {
+				var fe error = err
+				if errors.Is(err, trace.ErrFormat) {
+					return usageError{fe}
+				}
+				return fe
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&to, "to", "", "the monitor's `URL` (http://host:port or ws://host:port)")
+	fs.StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (default $UNDERRUN_MONITOR_TOKEN)")
+	fs.StringVar(&format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	fs.StringVar(&session, "session", "feed", "session `NAME` for turns that carry none")
+	return cmd
+}
+
+const monitorLoadLong = `Measure how much live traffic a monitor takes on this machine. --sessions
+websocket sessions stream turns at --rate chunks per second each; every turn
+stalls once (--stall after --stall-after chunks), which drains the buffer of a
+monitor running the load's speech model (each token 50 ms of audio, token
+chunking, no synthesizer latency), so every turn raises at least one
+underrun_started event. The run reports messages sent and lost, the delay from
+the moment each buffer drained to the arrival of its event at an /events
+subscriber (p50, p99, max), and the CPU used by the load and by the target.
+
+Without --to the command starts, on loopback, a bare gorilla websocket echo
+server (the ceiling: what the websocket layer alone costs) and then a monitor,
+each in a process of its own (this executable), and drives each with the same
+load; --in-process runs them inside this process instead, sharing its CPUs
+with the load. With --to it drives that running monitor (start it with
+--chunking token --token-audio 50ms --tts-latency 0 --rtf 0 for the drains);
+lost messages are then counted from its /metrics.
+
+Exit codes: 0 no message lost; 1 messages were lost; 2 bad usage, or a target
+could not be started.`
+
+const monitorLoadExample = `  underrun monitor load                                   # 2,000 sessions x 25 chunks/s for 10 s
+  underrun monitor load --sessions 500 --duration 5s
+  underrun monitor load --to http://127.0.0.1:8765 --sessions 100`
+
+func newMonitorLoadCommand(e *env) *cobra.Command {
+	opts := monitor.LoadOptions{}
+	var noEcho, inProcess bool
+	cmd := &cobra.Command{
+		Use:     "load",
+		Short:   "Drive a monitor (and an echo server, the ceiling) with many live sessions",
+		Long:    monitorLoadLong,
+		Example: monitorLoadExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
+				return usagef("--sessions, --rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
+			}
+			return runLoad(cmd.Context(), e, opts, noEcho, inProcess)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.URL, "to", "", "drive this running monitor (`URL`) instead of starting one")
+	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (with --to)")
+	fs.IntVar(&opts.Sessions, "sessions", monitor.DefaultLoadSessions, "concurrent sessions")
+	fs.Float64Var(&opts.Rate, "rate", monitor.DefaultLoadRate, "chunks per second per session")
+	fs.DurationVar(&opts.Duration, "duration", monitor.DefaultLoadDuration, "how long the sessions stream")
+	fs.IntVar(&opts.TurnChunks, "turn-chunks", monitor.DefaultTurnChunks, "chunks per turn")
+	fs.IntVar(&opts.StallAfter, "stall-after", monitor.DefaultStallAfter, "chunks before each turn's stall")
+	fs.DurationVar(&opts.Stall, "stall", monitor.DefaultStall, "length of each turn's stall (0: none)")
+	fs.BoolVar(&noEcho, "no-echo", false, "skip the echo-server ceiling")
+	fs.BoolVar(&inProcess, "in-process", false, "run the echo server and the monitor inside this process")
+	return cmd
+}
+
+// newMonitorEchoCommand is the bare echo server monitor load starts as the
+// ceiling (hidden: a tool of the load command).
+func newMonitorEchoCommand(e *env) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:    "echo",
+		Short:  "Serve a bare gorilla websocket echo server (the ceiling of monitor load)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkListen(listen, ""); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return usagef("--listen: %w", err)
+			}
+			hs := &http.Server{Handler: monitor.EchoHandler(), ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(e.stderr, "underrun echo on http://%s/\n", ln.Addr())
+			go func() {
+				<-cmd.Context().Done()
+				hs.Close()
+			}()
+			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	return cmd
+}
+
+// target is a server monitor load drives: its address, how to count what
+// it took in and its CPU, and how to stop it.
+type target struct {
+	url      string
+	received func() int64
+	cpu      func() time.Duration
+	peak     func() string // peak memory of a target process
+	stop     func() error
+}
+
+var listenLine = regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
+
+// spawn starts this executable with args, waits for it to say where it
+// listens, and returns it as a target.
+func spawn(ctx context.Context, args ...string) (*target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", args[1], err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	t := &target{
+		cpu:  func() time.Duration { return processCPUOf(cmd.Process.Pid) },
+		peak: func() string { return peakMemoryOf(cmd.Process.Pid) },
+		stop: func() error {
+			cmd.Process.Signal(os.Interrupt)
+			return cmd.Wait()
+		},
+	}
+	timeout := time.After(10 * time.Second)
+	for t.url == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				cmd.Wait()
+				return nil, fmt.Errorf("%s %s exited before listening", exe, strings.Join(args, " "))
+			}
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				t.url = "http://" + m[1]
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("%s %s did not say where it listens", exe, strings.Join(args, " "))
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, ctx.Err()
+		}
+	}
+	return t, nil
+}
+
+// processCPUOf returns the CPU time (user and system) of a process, read
+// from /proc (0 where there is none).
+func processCPUOf(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// the fields after the command name, which is in parentheses
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+}
+
+// peakMemoryOf returns a process's peak resident memory, from /proc.
+func peakMemoryOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// inProcess starts an echo server or a monitor inside this process.
+func inProcess(echo bool, opts monitor.LoadOptions) (*target, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	t := &target{url: "http://" + ln.Addr().String()}
+	if echo {
+		hs := &http.Server{Handler: monitor.EchoHandler()}
+		go hs.Serve(ln)
+		t.stop = hs.Close
+		return t, nil
+	}
+	// a deep events queue: the subscriber measuring drains must not be
+	// dropped when every session opens at once
+	srv, err := monitor.New(monitor.Options{Config: monitor.LoadConfig(), MaxSessions: opts.Sessions + 10,
+		Queue: 4 * opts.Sessions, Logger: zerolog.Nop()})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln, 5*time.Second) }()
+	t.received = func() int64 { return srv.Stats().Received }
+	t.stop = func() error { cancel(); return <-done }
+	return t, nil
+}
+
+// runLoad drives an echo server and a monitor (or the monitor at opts.URL)
+// with the load and prints what each took.
+func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here bool) error {
+	w := e.stdout
+	mode := "each target in its own process"
+	switch {
+	case opts.URL != "":
+		mode = "against " + opts.URL
+	case here:
+		mode = "targets inside this process"
+	}
+	fmt.Fprintf(w, "load: %d sessions x %g chunks/s for %v (%.0f messages/s while streaming), loopback, %d CPUs, %s\n",
+		opts.Sessions, opts.Rate, opts.Duration, float64(opts.Sessions)*opts.Rate, numCPU(), mode)
+	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %9s %9s\n",
+		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "sent-p99", "load-CPU", "target-CPU")
+	lost := false
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+	row := func(name string, r monitor.LoadResult) {
+		recv, lostS := fmt.Sprint(r.Received), fmt.Sprint(r.Lost)
+		if r.Received < 0 {
+			recv, lostS = "?", "?"
+		}
+		p50, p99, pmax, raise := "-", "-", "-", "-"
+		if r.Drains > 0 {
+			p50, p99, pmax, raise = ms(r.DrainLatency.P50), ms(r.DrainLatency.P99), ms(r.DrainLatency.Max), ms(r.SentLatency.P99)
+		}
+		tcpu := "-"
+		if r.TargetCPU > 0 {
+			tcpu = fmt.Sprintf("%.0f%%", r.TargetCores*100)
+		}
+		fmt.Fprintf(w, "%-8s %9d %9s %6s %9.0f %9s %7d %10s %10s %10s %10s %8.0f%% %9s\n",
+			name, r.Sent, recv, lostS, r.Rate, ms(r.SendLagP99), r.Drains, p50, p99, pmax, raise, r.Cores*100, tcpu)
+		if r.Lost > 0 {
+			lost = true
+		}
+		if r.Refused > 0 {
+			fmt.Fprintf(w, "  the monitor refused %d messages\n", r.Refused)
+		}
+		if r.EventsDropped {
+			fmt.Fprintln(w, "  the monitor dropped the events subscriber as too slow: drains are undercounted")
+		}
+	}
+	drive := func(name string, t *target, echo bool) error {
+		o := opts
+		o.URL, o.Echo, o.TargetCPU = t.url, echo, t.cpu
+		o.Received = t.received
+		if !echo && o.Received == nil {
+			o.Received = func() int64 {
+				n, err := monitor.ScrapeReceived(ctx, t.url, o.Token)
+				if err != nil {
+					return -1
+				}
+				return n
+			}
+		}
+		r, err := monitor.Load(ctx, o)
+		peak := ""
+		if t.peak != nil {
+			peak = t.peak()
+		}
+		if t.stop != nil {
+			t.stop()
+		}
+		if err != nil {
+			return err
+		}
+		row(name, r)
+		if peak != "" {
+			fmt.Fprintf(w, "  %s process peak memory: %s\n", name, peak)
+		}
+		return nil
+	}
+	if opts.URL != "" {
+		if err := drive("monitor", &target{url: opts.URL}, false); err != nil {
+			return err
+		}
+	} else {
+		queue := strconv.Itoa(4 * opts.Sessions)
+		for _, name := range []string{"echo", "monitor"} {
+			if name == "echo" && noEcho {
+				continue
+			}
+			var t *target
+			var err error
+			switch {
+			case here:
+				t, err = inProcess(name == "echo", opts)
+			case name == "echo":
+				t, err = spawn(ctx, "monitor", "echo", "--listen", "127.0.0.1:0")
+			default:
+				t, err = spawn(ctx, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--chunking", "token",
+					"--token-audio", monitor.LoadTokenAudio.String(), "--tts-latency", "0", "--rtf", "0",
+					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions+10))
+			}
+			if err != nil {
+				return err
+			}
+			if err := drive(name, t, name == "echo"); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintln(w, "msgs/s: sent over the streaming time (stalls and turn ends included); send-lag: p99 lateness of the senders;\n"+
+		"drain-*: from the moment a buffer drained to its underrun_started event at an /events subscriber here; sent-p99:\n"+
+		"the part inside the monitor, from the drain to the event queued for subscribers; load-CPU: this process (the\n"+
+		"clients, and in-process targets); target-CPU: the target's own process; 100% = one core")
+	if lost {
+		return errFail
+	}
+	return nil
+}
+
+func numCPU() int { return runtime.NumCPU() }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// TestMain lets a test start this test binary as the underrun command
+// (UNDERRUN_TEST_EXEC=1), to send it real signals.
+func TestMain(m *testing.M) {
+	if os.Getenv("UNDERRUN_TEST_EXEC") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// TestMonitorFeedRecord runs the monitor, feeds it a trace with a stall at
+// its real pace, stops it as SIGTERM would, and checks that the recording
+// holds every turn and that analyze finds the same underruns in it as in
+// the original.
+func TestMonitorFeedRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orig, rec, events := filepath.Join(dir, "orig.jsonl"), filepath.Join(dir, "rec.jsonl"), filepath.Join(dir, "events.jsonl")
+	ms := time.Millisecond
+	mk := func(id, session string) *pipeline.Turn {
+		return &pipeline.Turn{ID: id, Session: session, Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+			{At: 30 * ms, Text: "One", Tokens: 1}, {At: 60 * ms, Text: " two", Tokens: 1},
+			{At: 400 * ms, Text: " three", Tokens: 1}, {At: 420 * ms, Text: " four.", Tokens: 1},
+		}}
+	}
+	writeTrace(t, orig, mk("t1", "kitchen"), mk("t2", "car"))
+	model := []string{"--chunking", "token", "--token-audio", "80ms", "--tts-latency", "0", "--rtf", "0"}
+	srv := startServer(t, append([]string{"monitor", "--listen", "127.0.0.1:0", "--record", rec, "--events", events}, model...)...)
+	code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", srv.url)
+	if code != exitOK || !strings.Contains(out, "fed 2 turns of 2 sessions: 12 messages, 0 refused") {
+		t.Fatalf("feed: exit %d, %q, %s", code, out, errOut)
+	}
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("monitor exit %d: %s", code, srv.stderr.String())
+	}
+	turns := readTurns(t, rec)
+	if len(turns) != 2 {
+		t.Fatalf("recording holds %d turns, want 2", len(turns))
+	}
+	for _, tn := range turns {
+		if want := tn.Session + "/t"; !strings.HasPrefix(tn.ID, want) || len(tn.Chunks) != 4 || tn.Status != pipeline.StatusOK {
+			t.Errorf("recorded turn %s (session %s): %d chunks, %s", tn.ID, tn.Session, len(tn.Chunks), tn.Status)
+		}
+	}
+	analyze := func(path string) string {
+		code, out, errOut := runCLI(t, "", append([]string{"analyze", "--list", "0", "--max-tpot=false", path}, model...)...)
+		if code != exitOK && code != exitFail {
+			t.Fatalf("analyze %s: exit %d: %s", path, code, errOut)
+		}
+		i := strings.Index(out, "underrun")
+		return out[i:]
+	}
+	// the same report, but for the recorded turn names (SESSION/TURN)
+	if a, b := analyze(orig), strings.NewReplacer("kitchen/", "", "car/", "").Replace(analyze(rec)); a != b {
+		t.Errorf("the recording analyzes differently:\noriginal:\n%s\nrecording:\n%s", a, b)
+	}
+	log, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"event":"underrun_started"`, `"event":"underrun"`, `"event":"turn"`, `"session":"kitchen"`, `"event":"session_open"`} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("event log lacks %s", want)
+		}
+	}
+}
+
+func TestMonitorUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"monitor", "--listen", "0.0.0.0:0"}, "not a loopback address"},
+		{[]string{"monitor", "--listen", "nonsense"}, "--listen"},
+		{[]string{"monitor", "--rate", "0"}, "must be positive"},
+		{[]string{"monitor", "feed", "x.jsonl"}, "--to"},
+		{[]string{"monitor", "feed", "/nonexistent.jsonl", "--to", "http://127.0.0.1:1"}, "no such file"},
+		{[]string{"monitor", "load", "--sessions", "0"}, "must be positive"},
+	}
+	for _, tc := range tests {
+		code, _, errOut := runCLI(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+func TestMonitorLoadSmall(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "600ms", "--turn-chunks", "12", "--stall-after", "4", "--in-process")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\necho +(\d+) +(\d+) +0 `),
+		regexp.MustCompile(`\nmonitor +(\d+) +(\d+) +0 +\d+ +\S+ +[1-9]\d* `), // no loss, some drains
+	} {
+		m := want.FindStringSubmatch(out)
+		if m == nil || m[1] != m[2] {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "refused") {
+		t.Errorf("the monitor refused messages:\n%s", out)
+	}
+}

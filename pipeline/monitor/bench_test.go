@@ -1,0 +1,110 @@
+package monitor
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/valyala/fastjson"
+)
+
+func BenchmarkParse(b *testing.B) {
+	msg := []byte(`{"type":"chunk","turn":"t12","text":" tomorrow","tokens":1,"t_ms":1234.5}`)
+	var p fastjson.Parser
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if _, err := Parse(&p, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIngest measures one session's chunks through websocket, parser,
+// guard and metrics.
+func BenchmarkIngest(b *testing.B) {
+	s, err := New(Options{Config: LoadConfig(), Rate: 1e9, Burst: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	c, _, err := websocket.DefaultDialer.Dial("ws"+ts.URL[4:]+"/ingest", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	msg := []byte(`{"type":"chunk","turn":"t1","text":" tok","tokens":1}`)
+	b.ReportAllocs()
+	turn := 0
+	for i := 0; b.Loop(); i++ {
+		if i%200 == 0 {
+			if i > 0 {
+				c.WriteMessage(websocket.TextMessage, []byte(`{"type":"turn_end","turn":"t1"}`))
+			}
+			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"turn_start","turn":"t1"}`))
+			turn += 2
+		}
+		if err := c.WriteMessage(websocket.TextMessage, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	want := int64(b.N + turn - 1)
+	for s.Stats().Received < want {
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// BenchmarkLoad is a bounded loopback load run: 200 sessions at 25 chunks/s
+// for 2 s against a bare echo server (the ceiling) and a monitor. The full
+// target (2,000 sessions) is `underrun monitor load`.
+func BenchmarkLoad(b *testing.B) {
+	for _, target := range []string{"echo", "monitor"} {
+		b.Run(target, func(b *testing.B) {
+			for b.Loop() {
+				opts := LoadOptions{Sessions: 200, Duration: 2 * time.Second, StallAfter: DefaultStallAfter, Stall: DefaultStall}
+				var s *Server
+				var ts *httptest.Server
+				if target == "echo" {
+					ts = httptest.NewServer(EchoHandler())
+					opts.Echo = true
+				} else {
+					var err error
+					if s, err = New(Options{Config: LoadConfig()}); err != nil {
+						b.Fatal(err)
+					}
+					ts = httptest.NewServer(s)
+					opts.Received = func() int64 { return s.Stats().Received }
+				}
+				opts.URL = ts.URL
+				r, err := Load(context.Background(), opts)
+				if s != nil {
+					s.Shutdown(context.Background())
+				}
+				ts.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.Lost != 0 {
+					b.Errorf("%d of %d messages lost", r.Lost, r.Sent)
+				}
+				b.ReportMetric(r.Rate, "msgs/s")
+				b.ReportMetric(float64(r.Lost), "lost")
+				b.ReportMetric(r.Cores*100, "cpu%")
+				if r.Drains > 0 {
+					b.ReportMetric(float64(r.DrainLatency.P99)/1e6, "drain-p99-ms")
+				}
+			}
+		})
+	}
+}

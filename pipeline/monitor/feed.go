@@ -1,0 +1,239 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+// FeedOptions configure Feed.
+type FeedOptions struct {
+	// URL is the monitor's address (http://host:port or ws://host:port).
+	URL string
+	// Token is the monitor's bearer token, if it has one.
+	Token string
+	// Session names the session of turns that carry none (default "feed").
+	Session string
+	// OnRefused, when set, is called with each error message the monitor
+	// answers (from the connections' reader goroutines).
+	OnRefused func(session, msg string)
+}
+
+// FeedStats counts what Feed sent.
+type FeedStats struct {
+	Sessions, Turns int
+	// Messages is how many messages were sent; Refused how many the
+	// monitor answered with an error.
+	Messages, Refused int64
+}
+
+// Feed plays a recorded trace into a running monitor at its real pace:
+// one ingest connection per session, each turn started at its recorded
+// offset from the first (turns without a start time follow each other),
+// and each chunk sent at its recorded time with t_ms, so the monitor's
+// underruns are the offline ones. A turn named "session/turn" (as the
+// monitor records them) is sent as "turn" on "session". Feed returns when
+// every turn has been sent and the connections closed, or when ctx ends.
+func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, error) {
+	var st FeedStats
+	if opts.Session == "" {
+		opts.Session = "feed"
+	}
+	var turns []*pipeline.Turn
+	for {
+		t, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return st, err
+		}
+		if err := t.Validate(); err != nil {
+			return st, err
+		}
+		turns = append(turns, t)
+	}
+	if len(turns) == 0 {
+		return st, fmt.Errorf("feed: the trace holds no turn")
+	}
+	offsets := schedule(turns)
+	order := make([]int, len(turns))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return offsets[order[a]] < offsets[order[b]] })
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conns := map[string]*feedConn{}
+	var refused atomic.Int64
+	var sent atomic.Int64
+	closeAll := func() {
+		for _, c := range conns {
+			c.s.close(c.done)
+		}
+	}
+	for _, t := range turns {
+		name := t.Session
+		if name == "" {
+			name = opts.Session
+		}
+		if conns[name] != nil {
+			continue
+		}
+		addr, err := IngestURL(opts.URL, name)
+		if err != nil {
+			closeAll()
+			return st, err
+		}
+		conn, err := dial(ctx, addr, opts.Token)
+		if err != nil {
+			closeAll()
+			return st, err
+		}
+		fc := &feedConn{s: &sender{conn: conn}, done: make(chan struct{})}
+		conns[name] = fc
+		go func(name string) {
+			defer close(fc.done)
+			for {
+				_, data, err := conn.ReadMessage()
+				if err != nil {
+					return
+				}
+				var m struct {
+					Type  Type   `json:"type"`
+					Error string `json:"error"`
+				}
+				if json.Unmarshal(data, &m) == nil && m.Type == TypeError {
+					refused.Add(1)
+					if opts.OnRefused != nil {
+						opts.OnRefused(name, m.Error)
+					}
+				}
+			}
+		}(name)
+	}
+	st.Sessions = len(conns)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(turns))
+	for _, i := range order {
+		t := turns[i]
+		name := t.Session
+		if name == "" {
+			name = opts.Session
+		}
+		fc := conns[name]
+		id := strings.TrimPrefix(t.ID, name+"/")
+		if !sleepUntil(ctx, start.Add(offsets[i])) {
+			break
+		}
+		if err := fc.s.send(appendMessage(nil, TypeTurnStart, id, nil, -1, "")); err != nil {
+			errc <- fmt.Errorf("feed: session %q turn %q: %w", name, id, err)
+			break
+		}
+		sent.Add(1)
+		st.Turns++
+		wg.Add(1)
+		go func(t *pipeline.Turn, base time.Time) {
+			defer wg.Done()
+			var b []byte
+			for k := range t.Chunks {
+				c := &t.Chunks[k]
+				if !sleepUntil(ctx, base.Add(c.At)) {
+					return
+				}
+				b = appendMessage(b[:0], TypeChunk, id, c, c.At, "")
+				if err := fc.s.send(b); err != nil {
+					errc <- fmt.Errorf("feed: session %q turn %q chunk %d: %w", name, id, k, err)
+					cancel()
+					return
+				}
+				sent.Add(1)
+			}
+			status := t.Status
+			switch status {
+			case "":
+				status = pipeline.StatusOK
+			case pipeline.StatusIncomplete:
+				status = pipeline.StatusCancelled // the recorded stream was cut
+			}
+			b = appendMessage(b[:0], TypeTurnEnd, id, nil, -1, status)
+			if err := fc.s.send(b); err != nil {
+				errc <- fmt.Errorf("feed: session %q turn %q end: %w", name, id, err)
+				cancel()
+				return
+			}
+			sent.Add(1)
+		}(t, time.Now())
+	}
+	wg.Wait()
+	closeAll()
+	st.Messages, st.Refused = sent.Load(), refused.Load()
+	close(errc)
+	var errs []error
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 && ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return st, errors.Join(errs...)
+}
+
+type feedConn struct {
+	s    *sender
+	done chan struct{}
+}
+
+// schedule returns each turn's start offset: its recorded start after the
+// earliest one, or, for a turn without one, the end of the turn before.
+func schedule(turns []*pipeline.Turn) []time.Duration {
+	off := make([]time.Duration, len(turns))
+	var first time.Time
+	for _, t := range turns {
+		if !t.Start.IsZero() && (first.IsZero() || t.Start.Before(first)) {
+			first = t.Start
+		}
+	}
+	var next time.Duration
+	for i, t := range turns {
+		if !t.Start.IsZero() {
+			off[i] = t.Start.Sub(first)
+		} else {
+			off[i] = next
+		}
+		end := off[i]
+		if n := len(t.Chunks); n > 0 {
+			end += t.Chunks[n-1].At
+		}
+		next = max(next, end)
+	}
+	return off
+}
+
+// sleepUntil waits for t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

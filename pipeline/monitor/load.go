@@ -1,0 +1,531 @@
+package monitor
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// Defaults of Load: the target of issue 7, 2,000 sessions at 25 chunks/s.
+const (
+	DefaultLoadSessions = 2000
+	DefaultLoadRate     = 25
+	DefaultLoadDuration = 10 * time.Second
+	DefaultTurnChunks   = 50
+	DefaultStallAfter   = 10
+	DefaultStall        = 400 * time.Millisecond
+)
+
+// LoadTokenAudio is the per-token audio a monitor under Load should speak
+// (with token chunking, no synthesizer latency, RTF 0): at 25 chunks/s the
+// buffer grows 10 ms a chunk, so each turn's stall drains it once.
+const LoadTokenAudio = 50 * time.Millisecond
+
+// LoadConfig returns the engine configuration Load's pattern is made for.
+func LoadConfig() pipeline.Config {
+	cfg := pipeline.DefaultConfig()
+	cfg.TokenAudio = LoadTokenAudio
+	cfg.Voice.TokenAudio = LoadTokenAudio
+	cfg.Synth.TTFA = 0
+	cfg.Synth.RTF = 0
+	cfg.Policy, _ = tts.ParsePolicy("token")
+	return cfg
+}
+
+// LoadOptions configure Load.
+type LoadOptions struct {
+	// URL is the target's address (http://host:port).
+	URL string
+	// Echo says the target is an echo server (EchoHandler): every message
+	// comes back and is counted there, and no events are watched.
+	Echo bool
+	// Token is the monitor's bearer token, if any.
+	Token string
+	// Sessions is how many connections stream at once.
+	Sessions int
+	// Rate is each session's chunks per second while it streams.
+	Rate float64
+	// Duration is how long the sessions stream (every turn still open then
+	// is ended).
+	Duration time.Duration
+	// TurnChunks is the chunks of each turn; after StallAfter of them the
+	// stream stalls for Stall (0: never), which drains the buffer once per
+	// turn on a monitor configured with LoadConfig.
+	TurnChunks, StallAfter int
+	Stall                  time.Duration
+	// Received, when set, reports how many messages the target accepted
+	// (a monitor's Stats().Received), for the lost-message count.
+	Received func() int64
+	// TargetCPU, when set, reports the CPU time the target process has
+	// used so far (a monitor in another process), for LoadResult.TargetCPU.
+	TargetCPU func() time.Duration
+	// DialParallel is how many connections are opened at once (default 32).
+	DialParallel int
+}
+
+// LoadResult is what a Load run measured.
+type LoadResult struct {
+	Sessions int
+	// Sent is the messages the sessions sent; Received those the target
+	// took (echoes counted back, or LoadOptions.Received; -1 unknown);
+	// Lost the difference.
+	Sent, Received, Lost int64
+	// Turns is how many turns were started.
+	Turns int64
+	// Elapsed is the streaming time; Rate is Sent / Elapsed.
+	Elapsed time.Duration
+	Rate    float64
+	// SendLagP99 is how late the senders were against their schedule, at
+	// the 99th percentile: the load generator's own overload.
+	SendLagP99 time.Duration
+	// Drains is how many underrun_started events came; DrainLatency their
+	// delay from the moment the buffer drained to their arrival here.
+	Drains       int
+	DrainLatency Latency
+	// SentLatency is the part of DrainLatency spent in the monitor: from
+	// the drain to the event's sent_unix_ns (the rest is the websocket
+	// and the subscriber's own scheduling).
+	SentLatency Latency
+	// EventsDropped says the monitor dropped the events subscriber as too
+	// slow (its queue filled): Drains then undercounts.
+	EventsDropped bool
+	// Refused counts the error messages a monitor answered.
+	Refused int64
+	// CPU is the process's CPU time during the run (clients and, in
+	// process, the target); Cores is CPU / Elapsed.
+	CPU   time.Duration
+	Cores float64
+	// TargetCPU is the target's CPU time during the run
+	// (LoadOptions.TargetCPU); TargetCores is TargetCPU / Elapsed.
+	TargetCPU   time.Duration
+	TargetCores float64
+}
+
+// Latency summarizes a sample of delays.
+type Latency struct {
+	P50, P99, Max time.Duration
+}
+
+func summarizeLatency(xs []float64) Latency {
+	if len(xs) == 0 {
+		return Latency{}
+	}
+	sort.Float64s(xs)
+	d := func(p float64) time.Duration {
+		return time.Duration(pipeline.Percentile(xs, p) * float64(time.Millisecond))
+	}
+	return Latency{P50: d(50), P99: d(99), Max: time.Duration(xs[len(xs)-1] * float64(time.Millisecond))}
+}
+
+// Load drives the target with opts.Sessions concurrent sessions, each
+// streaming turns of chunks at opts.Rate, and measures what arrives.
+// Everything stays on the address given; use loopback.
+func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
+	var res LoadResult
+	if opts.Sessions <= 0 {
+		opts.Sessions = DefaultLoadSessions
+	}
+	if !(opts.Rate > 0) {
+		opts.Rate = DefaultLoadRate
+	}
+	if opts.Duration <= 0 {
+		opts.Duration = DefaultLoadDuration
+	}
+	if opts.TurnChunks <= 0 {
+		opts.TurnChunks = DefaultTurnChunks
+	}
+	if opts.DialParallel <= 0 {
+		opts.DialParallel = 32
+	}
+	res.Sessions = opts.Sessions
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// the events subscriber: underrun_started latency
+	var (
+		latMu     sync.Mutex
+		lats      []float64
+		sentLats  []float64
+		evDone    = make(chan struct{})
+		evConn    *websocket.Conn
+		evDropped atomic.Bool
+	)
+	if !opts.Echo {
+		addr, err := EventsURL(opts.URL)
+		if err != nil {
+			return res, err
+		}
+		if evConn, err = dial(ctx, addr, opts.Token); err != nil {
+			return res, err
+		}
+		go func() {
+			defer close(evDone)
+			var e struct {
+				Type   string `json:"type"`
+				UnixNs int64  `json:"unix_ns"`
+				SentNs int64  `json:"sent_unix_ns"`
+			}
+			for {
+				_, data, err := evConn.ReadMessage()
+				if err != nil {
+					var ce *websocket.CloseError
+					if errors.As(err, &ce) && ce.Code == websocket.CloseTryAgainLater {
+						evDropped.Store(true)
+					}
+					return
+				}
+				now := time.Now().UnixNano()
+				e.Type, e.SentNs = "", 0
+				if json.Unmarshal(data, &e) != nil || e.Type != string(pipeline.EventDrain) {
+					continue
+				}
+				latMu.Lock()
+				lats = append(lats, float64(now-e.UnixNs)/1e6)
+				sentLats = append(sentLats, float64(e.SentNs-e.UnixNs)/1e6)
+				latMu.Unlock()
+			}
+		}()
+	} else {
+		close(evDone)
+	}
+
+	// connect every session
+	conns := make([]*loadConn, opts.Sessions)
+	sem := make(chan struct{}, opts.DialParallel)
+	var dialErr error
+	var dialMu sync.Mutex
+	var dwg sync.WaitGroup
+	for i := range conns {
+		sem <- struct{}{}
+		dwg.Add(1)
+		go func(i int) {
+			defer func() { <-sem; dwg.Done() }()
+			addr, err := IngestURL(opts.URL, "load"+strconv.Itoa(i))
+			if err == nil {
+				var c *websocket.Conn
+				if c, err = dial(ctx, addr, opts.Token); err == nil {
+					conns[i] = &loadConn{conn: c, done: make(chan struct{})}
+					go conns[i].read()
+					return
+				}
+			}
+			dialMu.Lock()
+			if dialErr == nil {
+				dialErr = fmt.Errorf("load: session %d: %w", i, err)
+			}
+			dialMu.Unlock()
+		}(i)
+	}
+	dwg.Wait()
+	closeAll := func() {
+		for _, c := range conns {
+			if c != nil {
+				c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+			}
+		}
+		for _, c := range conns {
+			if c != nil {
+				select {
+				case <-c.done:
+				case <-time.After(2 * time.Second):
+				}
+				c.conn.Close()
+			}
+		}
+		if evConn != nil {
+			evConn.Close()
+		}
+		<-evDone
+	}
+	if dialErr != nil {
+		closeAll()
+		return res, dialErr
+	}
+
+	// stream
+	interval := time.Duration(float64(time.Second) / opts.Rate)
+	cpu0 := processCPU()
+	var tcpu0 time.Duration
+	if opts.TargetCPU != nil {
+		tcpu0 = opts.TargetCPU()
+	}
+	start := time.Now().Add(50 * time.Millisecond)
+	stop := start.Add(opts.Duration)
+	var sent, turns atomic.Int64
+	var sendErr atomic.Pointer[error]
+	// a few senders, each with a schedule of many sessions: thousands of
+	// sleeping goroutines would make the load generator's own scheduling
+	// (and its events subscriber) the bottleneck
+	workers := min(opts.Sessions, loadWorkers)
+	plans := make([]sendPlan, workers)
+	for i, c := range conns {
+		// spread the sessions over one interval
+		plans[i%workers] = append(plans[i%workers], &loadSession{c: c, i: i, k: -1,
+			next: start.Add(time.Duration(i) * interval / time.Duration(opts.Sessions))})
+	}
+	lagAll := make([][]float64, workers)
+	var wg sync.WaitGroup
+	for w := range plans {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			plan := plans[w]
+			heap.Init(&plan)
+			var b []byte
+			var lags []float64
+			for plan.Len() > 0 {
+				ls := plan[0]
+				if !sleepUntil(ctx, ls.next) {
+					break
+				}
+				lags = append(lags, float64(time.Since(ls.next))/1e6)
+				id := "t" + strconv.Itoa(ls.turn)
+				switch {
+				case ls.k < 0:
+					b = appendMessage(b[:0], TypeTurnStart, id, nil, -1, "")
+				case ls.k < opts.TurnChunks:
+					b = appendMessage(b[:0], TypeChunk, id, &pipeline.Chunk{Text: " tok", Tokens: 1}, -1, "")
+				default:
+					b = appendMessage(b[:0], TypeTurnEnd, id, nil, -1, pipeline.StatusOK)
+				}
+				ls.c.conn.SetWriteDeadline(time.Now().Add(DefaultWriteTimeout))
+				if err := ls.c.conn.WriteMessage(websocket.TextMessage, b); err != nil {
+					err = fmt.Errorf("load: session %d: %w", ls.i, err)
+					sendErr.CompareAndSwap(nil, &err)
+					cancel()
+					break
+				}
+				sent.Add(1)
+				if ls.k < 0 {
+					turns.Add(1)
+				}
+				if ls.advance(opts, interval, stop) {
+					heap.Fix(&plan, 0)
+				} else {
+					heap.Pop(&plan)
+				}
+			}
+			lagAll[w] = lags
+		}(w)
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	res.Sent, res.Turns = sent.Load(), turns.Load()
+
+	// wait for the target to take in what was sent
+	res.Received = -1
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		got := int64(-1)
+		switch {
+		case opts.Echo:
+			got = 0
+			for _, c := range conns {
+				got += c.echoes.Load()
+			}
+		case opts.Received != nil:
+			got = opts.Received()
+		}
+		res.Received = got
+		if got < 0 || got >= res.Sent {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !opts.Echo {
+		time.Sleep(500 * time.Millisecond) // the last drains
+	}
+	res.CPU = processCPU() - cpu0
+	if opts.TargetCPU != nil {
+		res.TargetCPU = opts.TargetCPU() - tcpu0
+	}
+	closeAll()
+	if res.Received >= 0 {
+		res.Lost = res.Sent - res.Received
+	}
+	res.Rate = float64(res.Sent) / res.Elapsed.Seconds()
+	res.Cores = res.CPU.Seconds() / res.Elapsed.Seconds()
+	res.TargetCores = res.TargetCPU.Seconds() / res.Elapsed.Seconds()
+	var all []float64
+	for _, l := range lagAll {
+		all = append(all, l...)
+	}
+	if len(all) > 0 {
+		sort.Float64s(all)
+		res.SendLagP99 = time.Duration(pipeline.Percentile(all, 99) * float64(time.Millisecond))
+	}
+	for _, c := range conns {
+		res.Refused += c.errors.Load()
+	}
+	res.EventsDropped = evDropped.Load()
+	latMu.Lock()
+	res.Drains = len(lats)
+	res.DrainLatency = summarizeLatency(lats)
+	res.SentLatency = summarizeLatency(sentLats)
+	latMu.Unlock()
+	if p := sendErr.Load(); p != nil {
+		return res, *p
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// loadConn is one load session's connection.
+type loadConn struct {
+	conn   *websocket.Conn
+	echoes atomic.Int64
+	errors atomic.Int64
+	done   chan struct{}
+}
+
+// read counts what comes back: echoes, or a monitor's hello and errors.
+func (c *loadConn) read() {
+	defer close(c.done)
+	for {
+		_, data, err := c.conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		c.echoes.Add(1)
+		if len(data) > 16 && string(data[:16]) == `{"type":"error",` {
+			c.errors.Add(1)
+		}
+	}
+}
+
+// EchoHandler is a bare gorilla websocket server that sends every message
+// back: the ceiling a monitor's ingestion is measured against.
+func EchoHandler() http.Handler {
+	up := websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			typ, data, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := c.WriteMessage(typ, data); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// ScrapeReceived returns how many ingest messages the monitor at base has
+// accepted: the sum of its underrun_messages_total counters on /metrics.
+func ScrapeReceived(ctx context.Context, base, token string) (int64, error) {
+	u, err := endpoint(base, "/metrics", "", "")
+	if err != nil {
+		return 0, err
+	}
+	u = "http" + strings.TrimPrefix(u, "ws")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("metrics: %s: HTTP %s", u, resp.Status)
+	}
+	var n float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "underrun_messages_total{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		x, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metrics: %s: line %q: %w", u, line, err)
+		}
+		n += x
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	return int64(n), nil
+}
+
+// loadWorkers is how many goroutines send Load's messages.
+const loadWorkers = 8
+
+// loadSession is one session of a Load run and where its stream stands.
+type loadSession struct {
+	c    *loadConn
+	i    int
+	next time.Time // when its next message is due
+	turn int
+	k    int // -1: turn_start is next; 0..TurnChunks-1: that chunk; TurnChunks: turn_end
+}
+
+// advance schedules the message after the one just sent; false when the
+// session is done.
+func (s *loadSession) advance(opts LoadOptions, interval time.Duration, stop time.Time) bool {
+	chunk := func(j int) {
+		if j < opts.TurnChunks && s.next.Before(stop) {
+			s.next = s.next.Add(interval)
+			if j == opts.StallAfter && opts.Stall > 0 {
+				s.next = s.next.Add(opts.Stall)
+			}
+			s.k = j
+			return
+		}
+		s.k = opts.TurnChunks // the turn ends one interval later
+		s.next = s.next.Add(interval)
+	}
+	switch {
+	case s.k < 0:
+		chunk(0)
+	case s.k < opts.TurnChunks:
+		chunk(s.k + 1)
+	default:
+		// the next turn starts at once, while there is time
+		s.turn++
+		s.k = -1
+		return s.next.Before(stop)
+	}
+	return true
+}
+
+// sendPlan is a sender's sessions, the one due first on top (a heap).
+type sendPlan []*loadSession
+
+func (p sendPlan) Len() int           { return len(p) }
+func (p sendPlan) Less(i, j int) bool { return p[i].next.Before(p[j].next) }
+func (p sendPlan) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }
+func (p *sendPlan) Push(x any)        { *p = append(*p, x.(*loadSession)) }
+func (p *sendPlan) Pop() any {
+	old := *p
+	x := old[len(old)-1]
+	*p = old[:len(old)-1]
+	return x
+}

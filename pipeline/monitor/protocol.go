@@ -1,0 +1,210 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// Type names a message of the ingest protocol. A voice app sends the
+// first five; the monitor answers with hello and error.
+type Type string
+
+// The message types of the ingest protocol (README, "Live monitor").
+const (
+	// TypeTurnStart: the app sent an LLM request; chunk times count from now.
+	TypeTurnStart Type = "turn_start"
+	// TypeChunk: a streamed delta arrived (text, tokens, optional t_ms).
+	TypeChunk Type = "chunk"
+	// TypeTurnEnd: the stream ended (status ok, error or cancelled).
+	TypeTurnEnd Type = "turn_end"
+	// TypeBargeIn: the user interrupted: the turn ends, and the silence
+	// after the cut is not an underrun.
+	TypeBargeIn Type = "barge_in"
+	// TypeTTS: a fact from the real synthesizer: this text took audio_ms
+	// of audio. The session's voice model is rescaled to match.
+	TypeTTS Type = "tts"
+	// TypeHello is the monitor's first message on a connection: the
+	// session's name and the limits in force.
+	TypeHello Type = "hello"
+	// TypeError is the monitor's answer to a message it refused; the
+	// connection stays usable.
+	TypeError Type = "error"
+)
+
+// MaxName is the longest turn or session name accepted, in bytes.
+const MaxName = 256
+
+// ErrMessage reports an ingest message that cannot be used. Errors
+// wrapping it name the field and what was expected.
+var ErrMessage = errors.New("invalid message")
+
+// Message is one message a voice app sends on /ingest, decoded.
+type Message struct {
+	// Type says what the message is.
+	Type Type
+	// Turn names the turn within the session (every type but tts may not
+	// omit it; tts may).
+	Turn string
+	// Text is a chunk's content (HasText false: a token without text) or
+	// the text a tts fact measured.
+	Text    string
+	HasText bool
+	// Tokens is how many tokens a chunk carries (0: one).
+	Tokens int
+	// Reasoning marks a chunk that is not spoken.
+	Reasoning bool
+	// At is the client's own time since turn_start for a chunk or a
+	// barge-in (HasAt false: the monitor's arrival time is used).
+	At    time.Duration
+	HasAt bool
+	// Status and Error close a turn (turn_end; empty status means ok).
+	Status pipeline.Status
+	Error  string
+	// OutputTokens is the usage count the server reported (turn_end).
+	OutputTokens int
+	// Audio is a tts fact's measured audio duration.
+	Audio time.Duration
+}
+
+// Parse decodes one ingest message with p (a Parser is not safe for
+// concurrent use; keep one per connection). Unknown fields are ignored.
+func Parse(p *fastjson.Parser, data []byte) (Message, error) {
+	var m Message
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return m, fmt.Errorf("%w: not JSON: %w", ErrMessage, err)
+	}
+	if v.Type() != fastjson.TypeObject {
+		return m, fmt.Errorf("%w: want a JSON object, got %s", ErrMessage, v.Type())
+	}
+	typ, err := str(v, "type", true)
+	if err != nil {
+		return m, err
+	}
+	m.Type = Type(typ)
+	switch m.Type {
+	case TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS:
+	default:
+		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in or tts, got %q", ErrMessage, typ)
+	}
+	if m.Turn, err = str(v, "turn", m.Type != TypeTTS); err != nil {
+		return m, err
+	}
+	if len(m.Turn) > MaxName {
+		return m, fmt.Errorf("%w: field \"turn\": want at most %d bytes, got %d", ErrMessage, MaxName, len(m.Turn))
+	}
+	switch m.Type {
+	case TypeChunk:
+		if t := v.Get("text"); t != nil && t.Type() != fastjson.TypeNull {
+			b, err := t.StringBytes()
+			if err != nil {
+				return m, fmt.Errorf("%w: field \"text\": want a string, got %s", ErrMessage, t.Type())
+			}
+			m.Text, m.HasText = string(b), true
+		}
+		if m.Tokens, err = count(v, "tokens"); err != nil {
+			return m, err
+		}
+		if r := v.Get("reasoning"); r != nil {
+			if m.Reasoning, err = r.Bool(); err != nil {
+				return m, fmt.Errorf("%w: field \"reasoning\": want true or false, got %s", ErrMessage, r.Type())
+			}
+		}
+		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
+			return m, err
+		}
+	case TypeBargeIn:
+		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
+			return m, err
+		}
+	case TypeTurnEnd:
+		s, err := str(v, "status", false)
+		if err != nil {
+			return m, err
+		}
+		m.Status = pipeline.Status(s)
+		switch m.Status {
+		case "":
+			m.Status = pipeline.StatusOK
+		case pipeline.StatusOK, pipeline.StatusError, pipeline.StatusCancelled:
+		default:
+			return m, fmt.Errorf("%w: field \"status\": want ok, error or cancelled, got %q", ErrMessage, s)
+		}
+		if m.Error, err = str(v, "error", false); err != nil {
+			return m, err
+		}
+		if m.OutputTokens, err = count(v, "output_tokens"); err != nil {
+			return m, err
+		}
+	case TypeTTS:
+		if m.Text, err = str(v, "text", true); err != nil {
+			return m, err
+		}
+		m.HasText = true
+		var ok bool
+		if m.Audio, ok, err = millis(v, "audio_ms", true); err != nil {
+			return m, err
+		}
+		if !ok || m.Audio <= 0 {
+			return m, fmt.Errorf("%w: field \"audio_ms\": want a positive duration in milliseconds", ErrMessage)
+		}
+	}
+	return m, nil
+}
+
+// str reads a string field.
+func str(v *fastjson.Value, name string, required bool) (string, error) {
+	f := v.Get(name)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		if required {
+			return "", fmt.Errorf("%w: field %q is missing", ErrMessage, name)
+		}
+		return "", nil
+	}
+	b, err := f.StringBytes()
+	if err != nil {
+		return "", fmt.Errorf("%w: field %q: want a string, got %s", ErrMessage, name, f.Type())
+	}
+	if required && len(b) == 0 {
+		return "", fmt.Errorf("%w: field %q must not be empty", ErrMessage, name)
+	}
+	return string(b), nil
+}
+
+// count reads a non-negative integer field (absent: 0).
+func count(v *fastjson.Value, name string) (int, error) {
+	f := v.Get(name)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return 0, nil
+	}
+	n, err := f.Int()
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: field %q: want a non-negative integer, got %s", ErrMessage, name, f)
+	}
+	return n, nil
+}
+
+// maxMillis bounds durations in messages (a day).
+const maxMillis = 24 * 3600 * 1000
+
+// millis reads a non-negative finite number of milliseconds.
+func millis(v *fastjson.Value, name string, required bool) (time.Duration, bool, error) {
+	f := v.Get(name)
+	if f == nil || f.Type() == fastjson.TypeNull {
+		if required {
+			return 0, false, fmt.Errorf("%w: field %q is missing", ErrMessage, name)
+		}
+		return 0, false, nil
+	}
+	x, err := f.Float64()
+	if err != nil || math.IsNaN(x) || x < 0 || x > maxMillis {
+		return 0, false, fmt.Errorf("%w: field %q: want milliseconds between 0 and %d, got %s", ErrMessage, name, maxMillis, f)
+	}
+	return time.Duration(math.Round(x * float64(time.Millisecond))), true, nil
+}

@@ -1,0 +1,91 @@
+package monitor
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want Message
+	}{
+		{`{"type":"turn_start","turn":"t1"}`, Message{Type: TypeTurnStart, Turn: "t1"}},
+		{`{"type":"chunk","turn":"t1","text":"Hi","tokens":2,"t_ms":12.5}`,
+			Message{Type: TypeChunk, Turn: "t1", Text: "Hi", HasText: true, Tokens: 2, At: 12500 * time.Microsecond, HasAt: true}},
+		{`{"type":"chunk","turn":"t1"}`, Message{Type: TypeChunk, Turn: "t1"}},
+		{`{"type":"chunk","turn":"t1","text":"hmm","reasoning":true,"extra":[1]}`,
+			Message{Type: TypeChunk, Turn: "t1", Text: "hmm", HasText: true, Reasoning: true}},
+		{`{"type":"turn_end","turn":"t1"}`, Message{Type: TypeTurnEnd, Turn: "t1", Status: pipeline.StatusOK}},
+		{`{"type":"turn_end","turn":"t1","status":"error","error":"boom","output_tokens":7}`,
+			Message{Type: TypeTurnEnd, Turn: "t1", Status: pipeline.StatusError, Error: "boom", OutputTokens: 7}},
+		{`{"type":"barge_in","turn":"t1","t_ms":900}`, Message{Type: TypeBargeIn, Turn: "t1", At: 900 * time.Millisecond, HasAt: true}},
+		{`{"type":"tts","text":"Hello.","audio_ms":420}`, Message{Type: TypeTTS, Text: "Hello.", HasText: true, Audio: 420 * time.Millisecond}},
+	}
+	var p fastjson.Parser
+	for _, tc := range tests {
+		got, err := Parse(&p, []byte(tc.in))
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		``, `null`, `"x"`, `{}`, `{"type":3}`, `{"type":"chunk","turn":""}`, `{"type":"chunk","turn":"t","text":5}`,
+		`{"type":"chunk","turn":"t","tokens":1.5}`, `{"type":"chunk","turn":"t","t_ms":-1}`,
+		`{"type":"chunk","turn":"t","t_ms":1e300}`, `{"type":"chunk","turn":"t","reasoning":"yes"}`,
+		`{"type":"tts","text":"x","audio_ms":0}`, `{"type":"tts","audio_ms":5}`,
+		`{"type":"turn_end","turn":"t","status":"incomplete"}`,
+	} {
+		var p fastjson.Parser
+		if _, err := Parse(&p, []byte(in)); !errors.Is(err, ErrMessage) {
+			t.Errorf("%q: error %v, want ErrMessage", in, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"turn_start","turn":"t1"}`,
+		`{"type":"chunk","turn":"t1","text":"Hi","tokens":2,"t_ms":12.5}`,
+		`{"type":"turn_end","turn":"t1","status":"error","error":"boom"}`,
+		`{"type":"barge_in","turn":"t1"}`,
+		`{"type":"tts","text":"Hello.","audio_ms":420}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p fastjson.Parser
+		m, err := Parse(&p, data)
+		if err != nil {
+			if !errors.Is(err, ErrMessage) {
+				t.Fatalf("error %v does not wrap ErrMessage", err)
+			}
+			return
+		}
+		// what parses is usable: a known type, a sane time, a name
+		switch {
+		case m.Type != TypeTurnStart && m.Type != TypeChunk && m.Type != TypeTurnEnd && m.Type != TypeBargeIn && m.Type != TypeTTS:
+			t.Fatalf("type %q accepted", m.Type)
+		case m.At < 0 || m.Tokens < 0 || m.Audio < 0:
+			t.Fatalf("negative field accepted: %+v", m)
+		case m.Type != TypeTTS && m.Turn == "":
+			t.Fatalf("no turn accepted: %+v", m)
+		case m.Type == TypeTurnEnd && !m.Status.Valid():
+			t.Fatalf("status %q accepted", m.Status)
+		}
+	})
+}

@@ -1,0 +1,778 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fastjson"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// Defaults of a Server.
+const (
+	DefaultMaxMessage       = 64 << 10
+	DefaultRate             = 200 // messages per second per connection
+	DefaultBurst            = 400
+	DefaultQueue            = 1024
+	DefaultMaxSessions      = 10000
+	DefaultFlushInterval    = 100 * time.Millisecond
+	DefaultSnapshotInterval = 200 * time.Millisecond
+	DefaultWriteTimeout     = 5 * time.Second
+	// MaxPageRows is how many sessions the live page's table lists: those
+	// closest to going silent first.
+	MaxPageRows = 200
+)
+
+// Options configure a Server. The zero value of every field but Config
+// takes its default.
+type Options struct {
+	// Config is the speech model every session is guarded with.
+	Config pipeline.Config
+	// WarnTolerance raises stall warnings when a session's stall tolerance
+	// falls to it (0: none).
+	WarnTolerance time.Duration
+	// Logger receives the event log: session opens and closes, underruns,
+	// stall warnings, barge-ins and turn summaries (zero: none).
+	Logger zerolog.Logger
+	// Clock drives the guards and the session times (nil: the wall clock).
+	Clock pipeline.Clock
+	// Token, when set, must come with every request but the page's
+	// static files: "Authorization: Bearer TOKEN" or "?token=TOKEN".
+	Token string
+	// Origins are the browser origins allowed besides the monitor's own
+	// host ("https://ops.example.com", or "*" for any). Requests without
+	// an Origin header (not from a browser) are always allowed.
+	Origins []string
+	// MaxMessage is the largest ingest message in bytes; a larger one
+	// closes the connection with status 1009 (message too big).
+	MaxMessage int64
+	// Rate and Burst limit each ingest connection's messages (a token
+	// bucket); a message over the limit is refused with an error message.
+	Rate  float64
+	Burst int
+	// Queue is how many messages wait for each subscriber or page before
+	// it is dropped as too slow.
+	Queue int
+	// MaxSessions limits the ingest connections open at once.
+	MaxSessions int
+	// Record, when set, receives every turn, chunk and end as a native
+	// trace as it arrives (buffered for at most FlushInterval, and
+	// flushed by Shutdown).
+	Record io.Writer
+	// FlushInterval is how often the recording is flushed.
+	FlushInterval time.Duration
+	// SnapshotInterval is how often live pages get the sessions table and
+	// their chart.
+	SnapshotInterval time.Duration
+}
+
+// Server is the live monitor: an http.Handler with the ingest, events and
+// page websockets, /metrics and the embedded page. Create it with New and
+// stop it with Shutdown.
+type Server struct {
+	opts  Options
+	clock pipeline.Clock
+	log   zerolog.Logger
+	m     *metrics
+	hub   *hub
+	rec   *recorder
+	mux   *http.ServeMux
+	up    websocket.Upgrader
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	conns    map[*websocket.Conn]struct{}
+	nextID   int
+	closing  bool
+	wg       sync.WaitGroup
+
+	received atomic.Int64
+	refused  atomic.Int64
+
+	stop     chan struct{}
+	loopDone chan struct{}
+	shutOnce sync.Once
+	shutErr  error
+}
+
+//go:embed web
+var webFS embed.FS
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns a running Server (its background loop flushes the recording
+// and feeds the live pages until Shutdown).
+func New(opts Options) (*Server, error) {
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.WarnTolerance < 0 {
+		return nil, fmt.Errorf("%w: warn tolerance must not be negative, got %v", pipeline.ErrConfig, opts.WarnTolerance)
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&opts.Burst, DefaultBurst)
+	def(&opts.Queue, DefaultQueue)
+	def(&opts.MaxSessions, DefaultMaxSessions)
+	if opts.MaxMessage <= 0 {
+		opts.MaxMessage = DefaultMaxMessage
+	}
+	if !(opts.Rate > 0) {
+		opts.Rate = DefaultRate
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.SnapshotInterval <= 0 {
+		opts.SnapshotInterval = DefaultSnapshotInterval
+	}
+	s := &Server{
+		opts: opts, clock: opts.Clock, log: opts.Logger, m: newMetrics(),
+		sessions: map[string]*session{}, conns: map[*websocket.Conn]struct{}{},
+		stop: make(chan struct{}), loopDone: make(chan struct{}),
+	}
+	if s.clock == nil {
+		s.clock = pipeline.RealClock()
+	}
+	s.hub = newHub(func(page bool) {
+		kind := "events"
+		if page {
+			kind = "page"
+		}
+		s.m.dropped.WithLabelValues(kind).Inc()
+		s.log.Warn().Str("event", "subscriber_dropped").Str("kind", kind).Msg("subscriber too slow: dropped")
+	})
+	if opts.Record != nil {
+		s.rec = newRecorder(opts.Record)
+	}
+	s.up = websocket.Upgrader{CheckOrigin: s.checkOrigin, ReadBufferSize: 4096, WriteBufferSize: 4096}
+	s.mux = http.NewServeMux()
+	static, _ := fs.Sub(webFS, "web")
+	files := http.FileServerFS(static)
+	s.mux.Handle("GET /app.js", files)
+	s.mux.Handle("GET /style.css", files)
+	s.mux.Handle("GET /{$}", s.auth(files))
+	s.mux.Handle("GET /ingest", s.auth(http.HandlerFunc(s.serveIngest)))
+	s.mux.Handle("GET /events", s.auth(http.HandlerFunc(s.serveEvents)))
+	s.mux.Handle("GET /live", s.auth(http.HandlerFunc(s.serveLive)))
+	s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
+	s.mux.Handle("GET /api/sessions", s.auth(http.HandlerFunc(s.serveSessions)))
+	s.mux.Handle("GET /api/snapshot", s.auth(http.HandlerFunc(s.serveSnapshot)))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	go s.loop()
+	return s, nil
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Registry returns the Server's Prometheus registry (served on /metrics).
+func (s *Server) Registry() *prometheus.Registry { return s.m.reg }
+
+// Stats counts what a Server has taken in.
+type Stats struct {
+	// Sessions is how many ingest connections are open.
+	Sessions int
+	// Received counts the messages accepted; Refused those answered with
+	// an error (malformed, rejected or over the rate limit).
+	Received, Refused int64
+}
+
+// Stats returns the Server's counts now.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	return Stats{Sessions: n, Received: s.received.Load(), Refused: s.refused.Load()}
+}
+
+// auth checks the bearer token.
+func (s *Server) auth(h http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return h
+	}
+	want := []byte(s.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.URL.Query().Get("token")
+		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+			got = strings.TrimPrefix(a, "Bearer ")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="underrun monitor"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin allows non-browser clients, the monitor's own page and the
+// configured origins.
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, o := range s.opts.Origins {
+		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// serveIngest runs one voice app's session.
+func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("session")
+	if len(id) > MaxName || strings.ContainsAny(id, "/\x00") {
+		http.Error(w, fmt.Sprintf("session: want at most %d bytes and no '/', got %q", MaxName, id), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		http.Error(w, "monitor shutting down", http.StatusServiceUnavailable)
+		return
+	case len(s.sessions) >= s.opts.MaxSessions:
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("too many sessions (%d)", s.opts.MaxSessions), http.StatusServiceUnavailable)
+		return
+	}
+	if id == "" {
+		for {
+			s.nextID++
+			id = "s" + strconv.Itoa(s.nextID)
+			if _, taken := s.sessions[id]; !taken {
+				break
+			}
+		}
+	} else if _, taken := s.sessions[id]; taken {
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("session %q is already connected", id), http.StatusConflict)
+		return
+	}
+	sess, err := s.newSession(id, r.RemoteAddr)
+	if err != nil {
+		s.mu.Unlock()
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.sessions[id] = sess // reserved before the upgrade
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	conn, err := s.up.Upgrade(w, r, nil)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.sessions, id)
+		s.mu.Unlock()
+		return // the upgrader has answered
+	}
+	s.mu.Lock()
+	if s.closing {
+		delete(s.sessions, id)
+		s.mu.Unlock()
+		conn.Close()
+		return
+	}
+	s.conns[conn] = struct{}{}
+	s.mu.Unlock()
+	s.m.sessions.Inc()
+	s.log.Info().Str("event", "session_open").Str("session", id).Str("remote", r.RemoteAddr).Msg("session_open")
+	s.publishEvent(eventMessage{Type: "session_open", Session: id, UnixNs: s.clock.Now().UnixNano()})
+
+	s.ingest(conn, sess)
+
+	sess.close()
+	conn.Close()
+	s.mu.Lock()
+	delete(s.sessions, id)
+	delete(s.conns, conn)
+	s.mu.Unlock()
+	s.m.sessions.Dec()
+	s.log.Info().Str("event", "session_close").Str("session", id).Msg("session_close")
+	s.publishEvent(eventMessage{Type: "session_close", Session: id, UnixNs: s.clock.Now().UnixNano()})
+}
+
+// ingest reads the session's messages until the connection ends.
+func (s *Server) ingest(conn *websocket.Conn, sess *session) {
+	conn.SetReadLimit(s.opts.MaxMessage)
+	hello, _ := json.Marshal(struct {
+		Type       Type    `json:"type"`
+		Session    string  `json:"session"`
+		MaxMessage int64   `json:"max_message"`
+		Rate       float64 `json:"rate"`
+		Burst      int     `json:"burst"`
+	}{TypeHello, sess.id, s.opts.MaxMessage, s.opts.Rate, s.opts.Burst})
+	conn.SetWriteDeadline(time.Now().Add(DefaultWriteTimeout))
+	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
+		return
+	}
+	var (
+		p   fastjson.Parser
+		buf bytes.Buffer
+		lim = limiter{rate: s.opts.Rate, burst: float64(s.opts.Burst), tokens: float64(s.opts.Burst)}
+	)
+	for {
+		typ, rd, err := conn.NextReader()
+		if err != nil {
+			return
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(rd); err != nil {
+			return // over the size limit: gorilla has sent 1009
+		}
+		if typ != websocket.TextMessage {
+			s.refuse(conn, sess, reasonMalformed, "", fmt.Errorf("%w: want a text message holding JSON, got a binary one", ErrMessage))
+			continue
+		}
+		if !lim.allow(time.Now()) {
+			s.refuse(conn, sess, reasonRate, "", fmt.Errorf("rate limit: more than %g messages/s (burst %d); message dropped", s.opts.Rate, s.opts.Burst))
+			continue
+		}
+		m, err := Parse(&p, buf.Bytes())
+		if err != nil {
+			s.refuse(conn, sess, reasonMalformed, m.Turn, err)
+			continue
+		}
+		if err := sess.handle(m); err != nil {
+			s.refuse(conn, sess, reasonRejected, m.Turn, err)
+			continue
+		}
+		s.received.Add(1)
+		s.m.byType[m.Type].Inc()
+	}
+}
+
+// refuse answers a message with an error and counts it.
+func (s *Server) refuse(conn *websocket.Conn, sess *session, reason, turn string, err error) {
+	s.refused.Add(1)
+	s.m.refused.WithLabelValues(reason).Inc()
+	sess.log.Debug().Str("event", "refused").Str("reason", reason).Err(err).Msg("message refused")
+	msg, _ := json.Marshal(struct {
+		Type   Type   `json:"type"`
+		Reason string `json:"reason"`
+		Turn   string `json:"turn,omitempty"`
+		Error  string `json:"error"`
+	}{TypeError, reason, turn, err.Error()})
+	conn.SetWriteDeadline(time.Now().Add(DefaultWriteTimeout))
+	if conn.WriteMessage(websocket.TextMessage, msg) != nil {
+		conn.Close() // the reader ends the session
+	}
+}
+
+// limiter is a token bucket (used by one goroutine).
+type limiter struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+func (l *limiter) allow(now time.Time) bool {
+	if !l.last.IsZero() {
+		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
+
+// eventMessage is what subscribers and pages receive for each event.
+type eventMessage struct {
+	Type          string   `json:"type"`
+	Session       string   `json:"session"`
+	Turn          string   `json:"turn,omitempty"`
+	AtMs          float64  `json:"at_ms,omitempty"`
+	DurationMs    float64  `json:"duration_ms,omitempty"`
+	LateMs        float64  `json:"late_ms,omitempty"`
+	Class         string   `json:"class,omitempty"`
+	Cause         string   `json:"cause,omitempty"`
+	Position      string   `json:"position,omitempty"`
+	Token         int      `json:"token,omitempty"`
+	ITLMs         float64  `json:"itl_ms,omitempty"`
+	ToleranceMs   float64  `json:"tolerance_ms,omitempty"`
+	Status        string   `json:"status,omitempty"`
+	Tokens        int      `json:"tokens,omitempty"`
+	TTFTMs        float64  `json:"ttft_ms,omitempty"`
+	TPOTMs        *float64 `json:"tpot_ms,omitempty"`
+	TTFAMs        *float64 `json:"ttfa_ms,omitempty"`
+	E2ELMs        float64  `json:"e2el_ms,omitempty"`
+	SpeechMs      float64  `json:"speech_ms,omitempty"`
+	Glitches      *int     `json:"glitches,omitempty"`
+	Interruptions *int     `json:"interruptions,omitempty"`
+	UnderrunMs    float64  `json:"underrun_ms,omitempty"`
+	// UnixNs is the wall-clock moment the event is about (for
+	// underrun_started, when the buffer drained); SentUnixNs when the
+	// monitor sent it.
+	UnixNs     int64 `json:"unix_ns"`
+	SentUnixNs int64 `json:"sent_unix_ns"`
+}
+
+// publishEvent sends an event to every subscriber, and to the pages that
+// chart its session.
+func (s *Server) publishEvent(e eventMessage) {
+	e.SentUnixNs = time.Now().UnixNano()
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	s.hub.publish(b, e.Session)
+}
+
+// serveEvents streams every event to a subscriber until it leaves, falls
+// behind or the monitor shuts down.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	s.subscribe(w, r, false)
+}
+
+// serveLive feeds a live page: events, and on every snapshot tick the
+// sessions table and the chart of the session it selected (it sends
+// {"select":"ID"}).
+func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) {
+	s.subscribe(w, r, true)
+}
+
+func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
+	conn, err := s.up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	conn.SetReadLimit(4096)
+	sub := &subscriber{conn: conn, page: page, q: make(chan []byte, s.opts.Queue), done: make(chan struct{})}
+	if sel := r.URL.Query().Get("session"); sel != "" {
+		sub.selected.Store(&sel)
+	}
+	if !s.hub.add(sub, DefaultWriteTimeout) {
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "monitor shutting down"), time.Now().Add(time.Second))
+		conn.Close()
+		return
+	}
+	// every event from now on reaches this subscriber
+	hello, _ := json.Marshal(struct {
+		Type  Type `json:"type"`
+		Queue int  `json:"queue"`
+	}{TypeHello, s.opts.Queue})
+	s.hub.send(sub, hello)
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			break
+		}
+		if page {
+			var sel struct {
+				Select string `json:"select"`
+			}
+			if json.Unmarshal(data, &sel) == nil {
+				sub.selected.Store(&sel.Select)
+			}
+		}
+	}
+	s.hub.drop(sub, false)
+	<-sub.done
+}
+
+// loop flushes the recording and feeds the pages until Shutdown.
+func (s *Server) loop() {
+	defer close(s.loopDone)
+	flush := time.NewTicker(s.opts.FlushInterval)
+	defer flush.Stop()
+	snap := time.NewTicker(s.opts.SnapshotInterval)
+	defer snap.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-flush.C:
+			if err := s.rec.flush(); err != nil {
+				s.log.Error().Err(err).Msg("recording")
+			}
+		case <-snap.C:
+			if s.hub.pages.Load() > 0 {
+				s.snapshot()
+			}
+		}
+	}
+}
+
+// Row is one session in the live page's table and /api/sessions.
+type Row struct {
+	Session       string   `json:"session"`
+	Remote        string   `json:"remote"`
+	State         string   `json:"state"`
+	Turn          string   `json:"turn,omitempty"`
+	BufferedMs    float64  `json:"buffered_ms"`
+	TTFTMs        *float64 `json:"ttft_ms"`
+	TPOTMs        *float64 `json:"tpot_ms"`
+	TTFAMs        *float64 `json:"ttfa_ms"`
+	Turns         int      `json:"turns"`
+	Glitches      int      `json:"glitches"`
+	Interruptions int      `json:"interruptions"`
+	BargeIns      int      `json:"barge_ins"`
+	StallWarnings int      `json:"stall_warnings"`
+	UnderrunMs    float64  `json:"underrun_ms"`
+	VoiceScale    float64  `json:"voice_scale,omitempty"`
+	AgeS          float64  `json:"age_s"`
+}
+
+// stateRank orders the table: sessions about to go silent first.
+var stateRank = map[string]int{StateUnderrun: 0, StateLow: 1, StateStreaming: 2, StateIdle: 3, StateClosed: 4}
+
+// Sessions samples every session's buffered audio now and returns the
+// table, most urgent first.
+func (s *Server) Sessions() []Row {
+	s.mu.Lock()
+	list := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		list = append(list, sess)
+	}
+	s.mu.Unlock()
+	now := s.clock.Now()
+	rows := make([]Row, 0, len(list))
+	for _, sess := range list {
+		rows = append(rows, sess.row(now))
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if ra, rb := stateRank[a.State], stateRank[b.State]; ra != rb {
+			return ra < rb
+		}
+		if a.BufferedMs != b.BufferedMs {
+			return a.BufferedMs < b.BufferedMs
+		}
+		return a.Session < b.Session
+	})
+	return rows
+}
+
+// row samples the session's buffered audio and returns its table row.
+func (sess *session) row(now time.Time) Row {
+	sess.mu.Lock()
+	turn := sess.last
+	sess.mu.Unlock()
+	buf, streaming := time.Duration(0), false
+	if turn != "" {
+		buf, streaming = sess.guard.Buffered(turn)
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if streaming {
+		sess.buffered = buf
+		sess.series.sample(now, buf)
+	}
+	r := Row{Session: sess.id, Remote: sess.remote, Turn: sess.last, BufferedMs: pipeline.Millis(buf),
+		Turns: sess.turnsDone, Glitches: sess.glitches, Interruptions: sess.interruptions,
+		BargeIns: sess.bargeIns, StallWarnings: sess.stalls, UnderrunMs: pipeline.Millis(sess.silence),
+		VoiceScale: sess.scaleFactor, AgeS: now.Sub(sess.opened).Seconds()}
+	if sess.hasTTFT {
+		r.TTFTMs = ptr(pipeline.Millis(sess.ttft))
+	}
+	if sess.hasTPOT {
+		r.TPOTMs = ptr(pipeline.Millis(sess.tpot))
+	}
+	if sess.hasTTFA {
+		r.TTFAMs = ptr(pipeline.Millis(sess.ttfa))
+	}
+	ts := sess.turns[sess.last]
+	switch {
+	case sess.closed:
+		r.State = StateClosed
+	case ts == nil || !streaming:
+		r.State = StateIdle
+	case ts.draining:
+		r.State = StateUnderrun
+	case !sess.warnAt.IsZero() && now.Sub(sess.warnAt) < time.Second:
+		r.State = StateLow
+	default:
+		r.State = StateStreaming
+	}
+	return r
+}
+
+// snapshot sends every page the table and its selected session's chart.
+func (s *Server) snapshot() {
+	rows := s.Sessions()
+	table, err := json.Marshal(rows[:min(len(rows), MaxPageRows)])
+	if err != nil {
+		return
+	}
+	now := s.clock.Now()
+	charts := map[string][]byte{}
+	for _, page := range s.hub.pageList() {
+		sel := ""
+		if p := page.selected.Load(); p != nil {
+			sel = *p
+		}
+		chart, ok := charts[sel]
+		if !ok {
+			chart = s.chart(sel)
+			charts[sel] = chart
+		}
+		s.hub.send(page, s.snapshotMessage(now, len(rows), table, sel, chart))
+	}
+}
+
+// chart returns a session's chart as JSON (null for no such session).
+func (s *Server) chart(id string) []byte {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	if sess == nil {
+		return []byte("null")
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	recent := sess.series.recent(unixMs(s.clock.Now().Add(-chartWindow)))
+	b, err := json.Marshal(&recent)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
+}
+
+// snapshotMessage is what a page gets on each tick.
+func (s *Server) snapshotMessage(now time.Time, total int, table []byte, sel string, chart []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"type":"snapshot","now_ms":%.3f,"sessions_total":%d,"interruption_ms":%.3f,"selected":`,
+		unixMs(now), total, pipeline.Millis(s.opts.Config.Interruption))
+	sb, _ := json.Marshal(sel)
+	b.Write(sb)
+	b.WriteString(`,"sessions":`)
+	b.Write(table)
+	b.WriteString(`,"chart":`)
+	b.Write(chart)
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// serveSnapshot answers one snapshot, as pages get them, for the session
+// named by ?session: the page draws it before its websocket opens.
+func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	rows := s.Sessions()
+	table, err := json.Marshal(rows[:min(len(rows), MaxPageRows)])
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sel := r.URL.Query().Get("session")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(s.snapshotMessage(s.clock.Now(), len(rows), table, sel, s.chart(sel)))
+}
+
+// serveSessions answers the sessions table as JSON.
+func (s *Server) serveSessions(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.Sessions())
+}
+
+// ErrShutdown reports a Shutdown that ran out of time before every
+// session had ended.
+var ErrShutdown = errors.New("monitor shutdown incomplete")
+
+// Shutdown stops the monitor: it refuses new connections, asks every
+// ingest connection to close (the messages already received are still
+// applied), ends the turns still open as incomplete, closes subscribers
+// and pages, and flushes the recording. When ctx ends first the remaining
+// connections are cut. It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(func() { s.shutErr = s.shutdown(ctx) })
+	return s.shutErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*websocket.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	bye := websocket.FormatCloseMessage(websocket.CloseGoingAway, "monitor shutting down")
+	for _, c := range conns {
+		c.WriteControl(websocket.CloseMessage, bye, time.Now().Add(time.Second))
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		<-done // readers end at once on a closed connection
+		errs = append(errs, fmt.Errorf("%w: %w", ErrShutdown, ctx.Err()))
+	}
+	// subscribers get their close frames, within one write timeout in all
+	wctx, cancel := context.WithTimeout(ctx, DefaultWriteTimeout)
+	defer cancel()
+	for _, d := range s.hub.close() {
+		select {
+		case <-d:
+		case <-wctx.Done():
+		}
+	}
+	close(s.stop)
+	<-s.loopDone
+	errs = append(errs, s.rec.flush())
+	return errors.Join(errs...)
+}
+
+// Serve serves the monitor on ln until ctx ends, then shuts it down,
+// giving connections grace to close.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	herr := hs.Shutdown(sctx)
+	err := s.Shutdown(sctx)
+	if errors.Is(herr, http.ErrServerClosed) {
+		herr = nil
+	}
+	return errors.Join(err, herr)
+}

@@ -1,0 +1,519 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// MaxTurns is how many turns one session may have open at once.
+const MaxTurns = 16
+
+// ErrRejected reports a well-formed message that does not fit the
+// session's state (a chunk for a turn never started, a turn started twice).
+var ErrRejected = errors.New("message rejected")
+
+// The states a session shows on the live page.
+const (
+	StateIdle      = "idle"      // no turn is streaming
+	StateStreaming = "streaming" // a turn is streaming and the buffer holds
+	StateLow       = "low"       // a stall warning: the buffer is about to drain
+	StateUnderrun  = "underrun"  // the player has run dry
+	StateClosed    = "closed"    // the connection has closed
+)
+
+// session is one ingest connection: its own Guard (its voice can be
+// rescaled by tts facts), its open turns, and what the page shows of it.
+type session struct {
+	id, remote string
+	srv        *Server
+	guard      *pipeline.Guard
+	scale      *voiceScale
+	log        zerolog.Logger
+	opened     time.Time
+
+	mu    sync.Mutex
+	turns map[string]*turnState
+	last  string // the turn started most recently and still open
+	// what the table shows
+	closed                                       bool
+	turnsDone, glitches, interruptions, bargeIns int
+	stalls                                       int
+	ttft, tpot, ttfa                             time.Duration
+	hasTTFT, hasTPOT, hasTTFA                    bool
+	buffered                                     time.Duration
+	warnAt                                       time.Time
+	silence                                      time.Duration
+	series                                       series
+	messages                                     int
+	scaleFactor                                  float64
+}
+
+// turnState is one open turn of a session (session.mu guards it).
+type turnState struct {
+	id, rec  string
+	begin    time.Time
+	chunks   int
+	lastAt   time.Duration
+	bargeAt  time.Duration
+	barged   bool
+	draining bool
+	drainAt  time.Duration
+	outTok   int
+}
+
+func (s *Server) newSession(id, remote string) (*session, error) {
+	cfg := s.opts.Config
+	sess := &session{
+		id: id, remote: remote, srv: s,
+		log:    s.log.With().Str("session", id).Logger(),
+		opened: s.clock.Now(),
+		turns:  map[string]*turnState{},
+		scale:  &voiceScale{voice: cfg.Voice, base: cfg.Durations},
+	}
+	cfg.Durations = sess.scale
+	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{
+		Clock: s.clock, OnEvent: sess.onEvent, WarnTolerance: s.opts.WarnTolerance,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sess.guard = g
+	return sess, nil
+}
+
+// handle applies one message from the voice app.
+func (sess *session) handle(m Message) error {
+	switch m.Type {
+	case TypeTurnStart:
+		return sess.turnStart(m)
+	case TypeChunk:
+		return sess.chunk(m)
+	case TypeTurnEnd:
+		return sess.turnEnd(m)
+	case TypeBargeIn:
+		return sess.bargeIn(m)
+	case TypeTTS:
+		f, err := sess.scale.learn(m.Text, m.Audio)
+		if err != nil {
+			return err
+		}
+		sess.mu.Lock()
+		sess.scaleFactor = f
+		sess.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("%w: unknown type %q", ErrMessage, m.Type)
+}
+
+func (sess *session) turnStart(m Message) error {
+	sess.mu.Lock()
+	_, open := sess.turns[m.Turn]
+	n := len(sess.turns)
+	sess.mu.Unlock()
+	switch {
+	case open:
+		return fmt.Errorf("%w: turn %q is already streaming", ErrRejected, m.Turn)
+	case n >= MaxTurns:
+		return fmt.Errorf("%w: turn %q: %d turns are already open in this session", ErrRejected, m.Turn, n)
+	}
+	if err := sess.guard.Begin(m.Turn, sess.id); err != nil {
+		return fmt.Errorf("%w: turn %q: %w", ErrRejected, m.Turn, err)
+	}
+	begin := sess.srv.clock.Now()
+	ts := &turnState{id: m.Turn, rec: recordName(sess.id, m.Turn), begin: begin}
+	sess.mu.Lock()
+	sess.turns[m.Turn] = ts
+	sess.last = m.Turn
+	sess.mu.Unlock()
+	sess.srv.rec.begin(&pipeline.Turn{ID: ts.rec, Session: sess.id, Start: begin})
+	sess.srv.m.openTurns.Inc()
+	return nil
+}
+
+// open returns the open turn named id.
+func (sess *session) open(id string) (*turnState, error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	ts, ok := sess.turns[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: turn %q is not streaming (send turn_start first)", ErrRejected, id)
+	}
+	return ts, nil
+}
+
+// ClientAhead is how far a client's t_ms may run ahead of the monitor's
+// own clock for the turn: the turn_start's trip makes the client's turn
+// begin a little before the monitor's. Later times are taken as that.
+const ClientAhead = 25 * time.Millisecond
+
+// at is the time of a message in turn ts: the client's t_ms when given
+// (at most ClientAhead past now: the engine cannot be told the far
+// future), else now.
+func (sess *session) at(ts *turnState, m Message) time.Duration {
+	now := sess.srv.clock.Now().Sub(ts.begin)
+	if m.HasAt {
+		// a time of 0 would mean "now" to the Guard: a nanosecond later is
+		// the client's 0
+		return max(min(m.At, now+ClientAhead), 1)
+	}
+	return max(now, 0) // 0: the Guard's own now, the same instant
+}
+
+func (sess *session) chunk(m Message) error {
+	ts, err := sess.open(m.Turn)
+	if err != nil {
+		return err
+	}
+	at := sess.at(ts, m)
+	sess.mu.Lock()
+	prev, n := ts.lastAt, ts.chunks
+	sess.mu.Unlock()
+	if n > 0 && at < prev {
+		return fmt.Errorf("%w: turn %q chunk %d: t_ms %.3f is before the previous chunk's %.3f",
+			ErrRejected, m.Turn, n, pipeline.Millis(at), pipeline.Millis(prev))
+	}
+	c := pipeline.Chunk{At: at, Text: m.Text, Tokens: m.Tokens, Textless: !m.HasText, Reasoning: m.Reasoning}
+	if err := sess.guard.Chunk(m.Turn, c); err != nil {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	sess.srv.rec.chunk(ts.rec, c)
+	if n == 0 {
+		sess.srv.m.ttft.Observe(at.Seconds())
+	} else {
+		sess.srv.m.itl.Observe((at - prev).Seconds())
+	}
+	buf, _ := sess.guard.Buffered(m.Turn)
+	arrived := ts.begin.Add(at)
+	sess.mu.Lock()
+	ts.chunks++
+	ts.lastAt = at
+	if n == 0 {
+		sess.ttft, sess.hasTTFT = at, true
+	}
+	sess.buffered = buf
+	sess.series.token(arrived, buf)
+	sess.mu.Unlock()
+	return nil
+}
+
+func (sess *session) turnEnd(m Message) error {
+	ts, err := sess.open(m.Turn)
+	if err != nil {
+		return err
+	}
+	sess.mu.Lock()
+	ts.outTok = m.OutputTokens
+	sess.mu.Unlock()
+	return sess.finish(ts, m.Status, m.Error, m.OutputTokens)
+}
+
+func (sess *session) bargeIn(m Message) error {
+	ts, err := sess.open(m.Turn)
+	if err != nil {
+		return err
+	}
+	at := sess.at(ts, m)
+	sess.mu.Lock()
+	ts.barged, ts.bargeAt = true, at
+	sess.bargeIns++
+	sess.mu.Unlock()
+	sess.srv.m.bargeIns.Inc()
+	sess.srv.publishEvent(eventMessage{Type: "barge_in", Session: sess.id, Turn: m.Turn,
+		AtMs: pipeline.Millis(at), UnixNs: ts.begin.Add(at).UnixNano()})
+	sess.log.Info().Str("event", "barge_in").Str("turn", m.Turn).Float64("at_ms", pipeline.Millis(at)).Msg("barge_in")
+	return sess.finish(ts, pipeline.StatusCancelled, "barge-in", 0)
+}
+
+// finish ends an open turn: the guard raises its last events, the
+// recording gets its end record.
+func (sess *session) finish(ts *turnState, status pipeline.Status, errText string, outTok int) error {
+	err := sess.guard.End(ts.id, status)
+	sess.mu.Lock()
+	delete(sess.turns, ts.id)
+	if sess.last == ts.id {
+		sess.last = ""
+		for id := range sess.turns {
+			sess.last = id
+		}
+	}
+	sess.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	sess.srv.rec.end(&pipeline.Turn{ID: ts.rec, Status: status, Error: errText, OutputTokens: outTok})
+	sess.srv.m.openTurns.Dec()
+	return nil
+}
+
+// close ends the turns still open as incomplete (the connection went
+// away) and stops the guard.
+func (sess *session) close() {
+	sess.mu.Lock()
+	open := make([]*turnState, 0, len(sess.turns))
+	for _, ts := range sess.turns {
+		open = append(open, ts)
+	}
+	sess.mu.Unlock()
+	for _, ts := range open {
+		_ = sess.finish(ts, pipeline.StatusIncomplete, "", 0)
+	}
+	sess.guard.Close()
+	sess.mu.Lock()
+	sess.closed = true
+	sess.mu.Unlock()
+}
+
+// onEvent receives the guard's events (guard locks held: it must not call
+// the guard). Events after a barge-in are dropped; a gap the barge-in cut
+// short is clipped at the cut.
+func (sess *session) onEvent(e pipeline.Event) {
+	sess.mu.Lock()
+	ts := sess.turns[e.Turn]
+	var begin time.Time
+	if ts != nil {
+		begin = ts.begin
+	}
+	cfg := sess.srv.opts.Config
+	switch e.Kind {
+	case pipeline.EventStall:
+		sess.stalls++
+		sess.warnAt = sess.srv.clock.Now()
+		if ts != nil {
+			sess.series.stall(begin.Add(e.At))
+		}
+		sess.mu.Unlock()
+		sess.srv.m.stalls.Inc()
+		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("at_ms", pipeline.Millis(e.At)).
+			Float64("tolerance_ms", pipeline.Millis(e.Tolerance)).Int("token", e.Token).Msg(string(e.Kind))
+		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
+			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), ToleranceMs: pipeline.Millis(e.Tolerance),
+			Token: e.Token, UnixNs: begin.Add(e.At).UnixNano()})
+	case pipeline.EventDrain:
+		if ts == nil || (ts.barged && e.At >= ts.bargeAt) {
+			sess.mu.Unlock()
+			return
+		}
+		ts.draining, ts.drainAt = true, e.At
+		sess.series.drain(begin.Add(e.At))
+		sess.mu.Unlock()
+		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(e.At)).
+			Float64("late_ms", pipeline.Millis(e.Now-e.At)).Int("token", e.Token).Msg(string(e.Kind))
+		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
+			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), Token: e.Token,
+			UnixNs: begin.Add(e.At).UnixNano()})
+	case pipeline.EventUnderrun:
+		if ts == nil {
+			sess.mu.Unlock()
+			return
+		}
+		u, ok := clip(e.Underrun, ts, cfg.Interruption)
+		ts.draining = false
+		if !ok {
+			sess.series.undrain()
+			sess.mu.Unlock()
+			return
+		}
+		if u.Class == pipeline.Interruption {
+			sess.interruptions++
+		} else {
+			sess.glitches++
+		}
+		sess.silence += u.Duration
+		sess.series.gap(begin.Add(u.Start), begin.Add(u.Start+u.Duration), u.Class == pipeline.Interruption)
+		sess.mu.Unlock()
+		if u.Class == pipeline.Interruption {
+			sess.srv.m.interruptions.Inc()
+		} else {
+			sess.srv.m.glitches.Inc()
+		}
+		sess.srv.m.underrun.Observe(u.Duration.Seconds())
+		pipeline.LogUnderrun(sess.log, u)
+		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
+			AtMs: pipeline.Millis(u.Start), DurationMs: pipeline.Millis(u.Duration), LateMs: pipeline.Millis(e.Now - e.At),
+			Class: string(u.Class), Cause: string(u.Cause), Position: string(u.Position), Token: u.Token,
+			ITLMs: pipeline.Millis(u.ITL), ToleranceMs: pipeline.Millis(u.Tolerance), UnixNs: begin.Add(u.Start).UnixNano()})
+	case pipeline.EventTurn:
+		sum := summarize(e, ts, cfg.Interruption)
+		sess.turnsDone++
+		if sum.hasTPOT {
+			sess.tpot, sess.hasTPOT = sum.tpot, true
+		}
+		if sum.hasTTFA {
+			sess.ttfa, sess.hasTTFA = sum.ttfa, true
+		}
+		if ts != nil {
+			ts.draining = false
+			sess.series.undrain()
+		}
+		sess.mu.Unlock()
+		m := sess.srv.m
+		m.turns.WithLabelValues(sum.status).Inc()
+		if sum.hasTPOT {
+			m.tpot.Observe(sum.tpot.Seconds())
+		}
+		if sum.hasTTFA {
+			m.ttfa.Observe(sum.ttfa.Seconds())
+		}
+		ev := sess.log.Info().Str("event", "turn").Str("turn", e.Turn).Str("status", sum.status).Int("tokens", sum.tokens).
+			Float64("ttft_ms", pipeline.Millis(sum.ttft)).Float64("e2el_ms", pipeline.Millis(sum.e2e))
+		if sum.hasTPOT {
+			ev = ev.Float64("tpot_ms", pipeline.Millis(sum.tpot))
+		}
+		if sum.hasTTFA {
+			ev = ev.Float64("ttfa_ms", pipeline.Millis(sum.ttfa))
+		}
+		ev.Float64("speech_ms", pipeline.Millis(sum.speech)).Int("glitches", sum.glitches).
+			Int("interruptions", sum.interruptions).Float64("underrun_ms", pipeline.Millis(sum.silence)).Msg("turn")
+		msg := eventMessage{Type: "turn", Session: sess.id, Turn: e.Turn, Status: sum.status, Tokens: sum.tokens,
+			AtMs: pipeline.Millis(e.At), TTFTMs: pipeline.Millis(sum.ttft), E2ELMs: pipeline.Millis(sum.e2e),
+			SpeechMs: pipeline.Millis(sum.speech), Glitches: ptr(sum.glitches), Interruptions: ptr(sum.interruptions),
+			UnderrunMs: pipeline.Millis(sum.silence), UnixNs: begin.Add(e.At).UnixNano()}
+		if sum.hasTPOT {
+			msg.TPOTMs = ptr(pipeline.Millis(sum.tpot))
+		}
+		if sum.hasTTFA {
+			msg.TTFAMs = ptr(pipeline.Millis(sum.ttfa))
+		}
+		sess.srv.publishEvent(msg)
+	default:
+		sess.mu.Unlock()
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// clip cuts an underrun at the turn's barge-in: gone when it starts at or
+// after the cut, shortened (and graded again) when it runs past it.
+func clip(u pipeline.Underrun, ts *turnState, interruption time.Duration) (pipeline.Underrun, bool) {
+	if ts == nil || !ts.barged {
+		return u, true
+	}
+	if u.Start >= ts.bargeAt {
+		return u, false
+	}
+	if end := u.Start + u.Duration; end > ts.bargeAt {
+		ratio := float64(ts.bargeAt-u.Start) / float64(u.Duration)
+		u.Duration = ts.bargeAt - u.Start
+		u.Samples = int64(math.Round(float64(u.Samples) * ratio))
+		u.Class = pipeline.Glitch
+		if u.Duration >= interruption {
+			u.Class = pipeline.Interruption
+		}
+	}
+	return u, true
+}
+
+// turnSummary is what a finished turn adds to the session and metrics.
+type turnSummary struct {
+	status                  string
+	tokens                  int
+	ttft, e2e, tpot, ttfa   time.Duration
+	hasTPOT, hasTTFA        bool
+	speech, silence         time.Duration
+	glitches, interruptions int
+}
+
+func summarize(e pipeline.Event, ts *turnState, interruption time.Duration) turnSummary {
+	rec := *e.Record
+	if ts != nil && ts.outTok > 0 {
+		rec.OutputTokens = ts.outTok
+	}
+	sum := turnSummary{status: string(rec.Status), tokens: rec.Tokens()}
+	if ts != nil && ts.barged {
+		sum.status = "barge_in"
+	}
+	if tm, ok := rec.Timing(); ok {
+		sum.ttft, sum.e2e = tm.TTFT, tm.E2E
+		if s, ok := rec.TPOTSeconds(); ok {
+			sum.tpot, sum.hasTPOT = time.Duration(math.Round(s*1e9)), true
+		}
+	}
+	if p := e.Playout; p != nil {
+		if at, ok := p.Started(); ok && (ts == nil || !ts.barged || at < ts.bargeAt) {
+			sum.ttfa, sum.hasTTFA = at, true
+		}
+		sum.speech = p.Speech()
+		for _, u := range p.Underruns {
+			u, ok := clip(u, ts, interruption)
+			if !ok {
+				continue
+			}
+			sum.silence += u.Duration
+			if u.Class == pipeline.Interruption {
+				sum.interruptions++
+			} else {
+				sum.glitches++
+			}
+		}
+	}
+	return sum
+}
+
+// voiceScale is a session's speech durations: the voice model (or the
+// configured Durations) scaled by what the app's real synthesizer reported
+// in tts facts. Before the first fact it defers to the model.
+type voiceScale struct {
+	voice         tts.Voice
+	base          pipeline.Durations
+	bits          atomic.Uint64 // the scale factor, 0 before any fact
+	mu            sync.Mutex
+	model, actual time.Duration
+}
+
+var _ pipeline.Durations = (*voiceScale)(nil)
+
+// Duration returns the audio of text as this session's synthesizer speaks it.
+func (v *voiceScale) Duration(text string) (time.Duration, error) {
+	f := math.Float64frombits(v.bits.Load())
+	if f == 0 {
+		if v.base != nil {
+			return v.base.Duration(text)
+		}
+		return 0, nil // the engine keeps the voice model's audio
+	}
+	d, err := v.model1(text)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(d) * f), nil
+}
+
+func (v *voiceScale) model1(text string) (time.Duration, error) {
+	if v.base != nil {
+		return v.base.Duration(text)
+	}
+	return v.voice.Duration(text), nil
+}
+
+// Scale limits: a fact far outside them is a unit mistake, not a voice.
+const (
+	minScale = 0.1
+	maxScale = 10
+)
+
+// learn adds a tts fact and returns the new scale factor.
+func (v *voiceScale) learn(text string, audio time.Duration) (float64, error) {
+	d, err := v.model1(text)
+	if err != nil {
+		return 0, fmt.Errorf("%w: tts fact: %w", ErrRejected, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%w: tts fact: the text %q has no speech in the voice model", ErrRejected, text)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.model += d
+	v.actual += audio
+	f := min(maxScale, max(minScale, float64(v.actual)/float64(v.model)))
+	v.bits.Store(math.Float64bits(f))
+	return f, nil
+}
