@@ -274,7 +274,9 @@ func (p *Playout) Advance(t time.Duration) {
 }
 
 // Push adds the next streamed chunk of the turn.
-func (p *Playout) Push(c Chunk) error {
+func (p *Playout) Push(c Chunk) error { return p.push(&c) }
+
+func (p *Playout) push(c *Chunk) error {
 	if p.ended {
 		return fmt.Errorf("%w: turn %q has ended", ErrOrder, p.turn)
 	}
@@ -444,7 +446,14 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		a = p.measure(from, rel, a)
 	}
 	p.speech += a
-	c := SpeechChunk{
+	// built in place: a SpeechChunk is large, and this runs per token
+	if len(p.Chunks) < cap(p.Chunks) {
+		p.Chunks = p.Chunks[:len(p.Chunks)+1]
+	} else {
+		p.Chunks = append(p.Chunks, SpeechChunk{})
+	}
+	c := &p.Chunks[len(p.Chunks)-1]
+	*c = SpeechChunk{
 		From: from, To: rel,
 		First: first, Last: last,
 		Trigger: trigger, Timer: timer,
@@ -454,7 +463,6 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	c.Ready = c.Start + p.cfg.Synth.TTFA
 	c.Done = c.Start + p.cfg.Synth.Busy(a)
 	p.synthDone = c.Done
-	p.Chunks = append(p.Chunks, c)
 	if !p.started {
 		need := p.cfg.Preroll
 		if need <= 0 {
@@ -892,8 +900,8 @@ func Play(cfg Config, t *Turn) (*Playout, error) {
 // PlayTurn resets the Playout and runs a whole recorded turn through it.
 func (p *Playout) PlayTurn(t *Turn) error {
 	p.Reset(t.ID)
-	for _, c := range t.Chunks {
-		if err := p.Push(c); err != nil {
+	for i := range t.Chunks {
+		if err := p.push(&t.Chunks[i]); err != nil {
 			return err
 		}
 	}
