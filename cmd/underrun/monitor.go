@@ -304,21 +304,7 @@ func newMonitorFeedCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := monitor.Feed(cmd.Context(), dec, monitor.FeedOptions{
-				URL: to, Token: token, Session: session,
-				OnRefused: func(s, msg string) {
-					fmt.Fprintf(e.stderr, "underrun: monitor refused a message of session %s: %s\n", s, msg)
-				},
-			})
-			fmt.Fprintf(e.stdout, "fed %d turns of %d sessions: %d messages, %d refused\n", st.Turns, st.Sessions, st.Messages, st.Refused)
-			if err != nil {
-				var fe error = err
-				if errors.Is(err, trace.ErrFormat) {
-					return usageError{fe}
-				}
-				return fe
-			}
-			return nil
+			return feedMonitor(cmd.Context(), e, dec, to, token, session)
 		},
 	}
 	fs := cmd.Flags()
@@ -327,6 +313,22 @@ func newMonitorFeedCommand(e *env) *cobra.Command {
 	fs.StringVar(&format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
 	fs.StringVar(&session, "session", "feed", "session `NAME` for turns that carry none")
 	return cmd
+}
+
+// feedMonitor plays the turns of dec into the monitor at to at their real
+// pace and says what it sent.
+func feedMonitor(ctx context.Context, e *env, dec trace.Decoder, to, token, session string) error {
+	st, err := monitor.Feed(ctx, dec, monitor.FeedOptions{
+		URL: to, Token: token, Session: session,
+		OnRefused: func(s, msg string) {
+			fmt.Fprintf(e.stderr, "underrun: monitor refused a message of session %s: %s\n", s, msg)
+		},
+	})
+	fmt.Fprintf(e.stdout, "fed %d turns of %d sessions: %d messages, %d refused\n", st.Turns, st.Sessions, st.Messages, st.Refused)
+	if err != nil && errors.Is(err, trace.ErrFormat) {
+		return usageError{err}
+	}
+	return err
 }
 
 const monitorLoadLong = `Measure how much live traffic a monitor takes on this machine. --sessions

@@ -117,3 +117,30 @@ func TestMonitorLoadSmall(t *testing.T) {
 		t.Errorf("the monitor refused messages:\n%s", out)
 	}
 }
+
+// TestReplayToMonitor feeds a trace into a running monitor with
+// `replay --to`, and finds its turns in the monitor's recording.
+func TestReplayToMonitor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orig, rec := filepath.Join(dir, "orig.jsonl"), filepath.Join(dir, "rec.jsonl")
+	ms := time.Millisecond
+	writeTrace(t, orig, &pipeline.Turn{ID: "t1", Session: "desk", Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+		{At: 20 * ms, Text: "Hi", Tokens: 1}, {At: 40 * ms, Text: " there.", Tokens: 1},
+	}})
+	srv := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--record", rec)
+	code, out, errOut := runCLI(t, "", "replay", orig, "--to", srv.url)
+	if code != exitOK || !strings.Contains(out, "fed 1 turns of 1 sessions: 4 messages, 0 refused") {
+		t.Fatalf("replay --to: exit %d, %q, %s", code, out, errOut)
+	}
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("monitor exit %d: %s", code, srv.stderr.String())
+	}
+	turns := readTurns(t, rec)
+	if len(turns) != 1 || turns[0].ID != "desk/t1" || len(turns[0].Chunks) != 2 {
+		t.Fatalf("recording holds %+v", turns)
+	}
+	if code, _, errOut := runCLI(t, "", "replay", orig, "--to", srv.url, "--speed", "2"); code != exitUsage || !strings.Contains(errOut, "drop --speed") {
+		t.Errorf("--to with --speed: exit %d, %s", code, errOut)
+	}
+}

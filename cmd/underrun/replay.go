@@ -33,6 +33,8 @@ those of the recording). --warn prints a stall warning whenever the stall
 tolerance (how much longer the stream can stay silent before the player
 starves) falls to the threshold. With a build made with -tags speaker,
 --play plays what the listener hears through the sound card as it happens.
+--to URL instead feeds the trace into a running underrun monitor at its real
+pace, as a voice app would (see underrun monitor).
 
 Ctrl-C stops the replay; the turns so far are reported.
 
@@ -42,6 +44,7 @@ Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
 const replayExample = `  underrun replay trace.jsonl
   underrun replay --speed 4 --warn 150ms capture.jsonl
   underrun replay --chunking sentence --tts-latency 250ms --wav turn.wav --mark-gaps trace.jsonl
+  underrun replay live.jsonl --to http://127.0.0.1:8765    # into a running monitor
   go build -tags speaker ./cmd/underrun && ./underrun replay --play trace.jsonl`
 
 // openSpeaker starts playing s through the sound card at rate and returns
@@ -57,6 +60,8 @@ type replayCommand struct {
 	speed  float64
 	warn   time.Duration
 	play   bool
+	to     string // feed a running monitor instead
+	token  string
 }
 
 func newReplayCommand(e *env) *cobra.Command {
@@ -74,6 +79,8 @@ func newReplayCommand(e *env) *cobra.Command {
 	fs.Float64Var(&c.speed, "speed", 1, "play `FACTOR` times as fast as recorded (2: twice as fast)")
 	fs.DurationVar(&c.warn, "warn", 0, "print a stall warning when the stall tolerance falls to this (0: none)")
 	fs.BoolVar(&c.play, "play", false, "play what the listener hears through the sound card (builds with -tags speaker)")
+	fs.StringVar(&c.to, "to", "", "feed the trace into the running monitor at `URL` at its real pace instead of guarding it here")
+	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token, with --to (default $UNDERRUN_MONITOR_TOKEN)")
 	c.out.bind(fs)
 	return c.cmd
 }
@@ -88,10 +95,23 @@ func (c *replayCommand) run(cmd *cobra.Command, args []string) error {
 		return usagef("--play: this build has no sound card support; build with: go build -tags speaker ./cmd/underrun")
 	case c.play && c.speed != 1:
 		return usagef("--play plays in real time: drop --speed")
+	case c.to != "" && (c.speed != 1 || c.play):
+		return usagef("--to feeds the monitor at the trace's real pace: drop --speed and --play")
 	}
 	turns, err := c.read(cmd.Context(), args)
 	if err != nil {
 		return err
+	}
+	if c.to != "" {
+		i := 0
+		next := trace.DecoderFunc(func() (*pipeline.Turn, error) {
+			if i == len(turns) {
+				return nil, io.EOF
+			}
+			i++
+			return turns[i-1], nil
+		})
+		return feedMonitor(cmd.Context(), c.env, next, c.to, c.token, "replay")
 	}
 	cfg, err := c.engine.config()
 	if err != nil {
