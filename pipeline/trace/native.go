@@ -450,6 +450,10 @@ func (d *NativeReader) decodeRecord(line []byte, rec *fields) error {
 		return fmt.Errorf("not a JSON object; want one record per line")
 	}
 	*rec = fields{}
+	if d.writerChunk(line, rec) {
+		return nil
+	}
+	*rec = fields{}
 	if d.fastRecord(line, rec) {
 		return nil
 	}
@@ -467,6 +471,91 @@ func (d *NativeReader) decodeRecord(line []byte, rec *fields) error {
 		return err
 	}
 	return nil
+}
+
+// writerChunk matches the exact bytes Writer.WriteChunk emits for a
+// chunk whose turn ID and text need no escapes,
+//
+//	{"type":"chunk","turn":"ID","t_ns":N[,"text":"T"][,"tokens":N][,"reasoning":true]}
+//
+// and fills rec from it. It is not a JSON parser: any other line, however
+// valid, is left to fastRecord. Most lines of a large trace take this path.
+func (d *NativeReader) writerChunk(line []byte, rec *fields) bool {
+	const head = `{"type":"chunk","turn":"`
+	if len(line) < len(head) || string(line[:len(head)]) != head {
+		return false
+	}
+	rest := line[len(head):]
+	id, rest, ok := plainString(rest)
+	if !ok {
+		return false
+	}
+	if rest, ok = cutPrefix(rest, `,"t_ns":`); !ok {
+		return false
+	}
+	if rec.tNs, rest, ok = plainInt(rest); !ok {
+		return false
+	}
+	rec.typ, rec.hasT = "chunk", true
+	if string(id) == d.lastTurn {
+		rec.turn = d.lastTurn
+	} else {
+		rec.turn = string(id)
+		d.lastTurn = rec.turn
+	}
+	if r, ok := cutPrefix(rest, `,"text":"`); ok {
+		var text []byte
+		if text, rest, ok = plainString(r); !ok {
+			return false
+		}
+		rec.text, rec.hasText = d.internBytes(text), true
+	}
+	if r, ok := cutPrefix(rest, `,"tokens":`); ok {
+		if rec.tokens, rest, ok = plainInt(r); !ok {
+			return false
+		}
+		rec.hasTokens = true
+	}
+	if r, ok := cutPrefix(rest, `,"reasoning":true`); ok {
+		rec.reasoning, rest = true, r
+	}
+	return len(rest) == 1 && rest[0] == '}'
+}
+
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// plainString reads the rest of a JSON string up to its closing quote,
+// when it holds no escape, control character or non-ASCII byte (those are
+// left to the JSON parsers, which check UTF-8 and decode escapes).
+func plainString(b []byte) (s, rest []byte, ok bool) {
+	for i, c := range b {
+		switch {
+		case c == '"':
+			return b[:i], b[i+1:], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, b, false
+		}
+	}
+	return nil, b, false
+}
+
+// plainInt reads a non-negative integer of at most 18 digits without
+// leading zeros; anything else is left to the JSON parsers.
+func plainInt(b []byte) (n int64, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && i < 19 && b[i] >= '0' && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
+		i++
+	}
+	if i == 0 || i > 18 || (b[0] == '0' && i > 1) {
+		return 0, b, false
+	}
+	return n, b[i:], true
 }
 
 // fastRecord fills rec from line and reports whether it could.
@@ -557,8 +646,13 @@ func (d *NativeReader) intern(v *fastjson.Value) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	return d.internBytes(b), true
+}
+
+// internBytes returns b as a string, sharing one copy of short texts.
+func (d *NativeReader) internBytes(b []byte) string {
 	if s, ok := d.texts[string(b)]; ok {
-		return s, true
+		return s
 	}
 	s := string(b)
 	if len(d.texts) < maxInterned && len(s) <= 32 {
@@ -567,7 +661,7 @@ func (d *NativeReader) intern(v *fastjson.Value) (string, bool) {
 		}
 		d.texts[s] = s
 	}
-	return s, true
+	return s
 }
 
 // int64Value reads an integer; a fraction, exponent or overflow is refused.

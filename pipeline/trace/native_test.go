@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -271,6 +272,53 @@ func BenchmarkLineScan(b *testing.B) {
 		}
 		if n == 0 {
 			b.Fatal("no lines")
+		}
+	}
+}
+
+// FuzzWriterChunk checks that whenever the fast match of the writer's own
+// chunk lines accepts a line, encoding/json reads the same record from it.
+func FuzzWriterChunk(f *testing.F) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, "fuzz")
+	w.WriteChunk("t1", pipeline.Chunk{At: 412000000, Text: " Hello", Tokens: 1})
+	w.WriteChunk("t1", pipeline.Chunk{At: 5, Tokens: 3, Textless: true, Reasoning: true})
+	w.WriteChunk("t\"2", pipeline.Chunk{At: 0, Text: "é\n", Tokens: 2})
+	for _, line := range strings.Split(buf.String(), "\n") {
+		f.Add([]byte(line))
+	}
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":01}`))
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":99999999999999999999}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		d := NewNativeReader(bytes.NewReader(nil), "fuzz")
+		var got fields
+		if !d.writerChunk(line, &got) {
+			return
+		}
+		var full Record
+		if err := json.Unmarshal(line, &full); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json says %v", line, err)
+		}
+		var want fields
+		want.fromRecord(&full)
+		if got != want {
+			t.Fatalf("%q:\nfast %+v\njson %+v", line, got, want)
+		}
+	})
+}
+
+func TestWriterChunkTakesWriterLines(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := NewWriter(&buf, "t")
+	w.WriteChunk("turn-1", pipeline.Chunk{At: 412000000, Text: " Hello", Tokens: 1})
+	w.WriteChunk("turn-1", pipeline.Chunk{At: 412000001, Tokens: 3, Textless: true, Reasoning: true})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")[1:] // past the header
+	d := NewNativeReader(bytes.NewReader(nil), "t")
+	for _, line := range lines {
+		var rec fields
+		if !d.writerChunk([]byte(line), &rec) {
+			t.Errorf("the fast path refused the writer's own line %s", line)
 		}
 	}
 }
