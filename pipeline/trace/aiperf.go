@@ -134,19 +134,20 @@ func (d *AIPerfReader) parse() error {
 	for _, m := range []*metricValue{&r.ttft, &r.ttfo, &r.latency, &r.icl, &r.out, &r.reasoning, &r.osl} {
 		m.reset()
 	}
-	field := ""
-	s.where = func() string { return field }
+	// the field being read is prefix+field, joined only for an error
+	prefix, field := "", ""
+	s.where = func() string { return prefix + field }
 	defer func() { s.where = nil }()
 	return s.object(func(key string) error {
 		switch key {
 		case "metadata":
 			return s.object(func(k string) error {
-				field = "metadata." + k
+				prefix, field = "metadata.", k
 				return d.metadata(k)
 			})
 		case "metrics":
 			return s.object(func(k string) error {
-				field = "metrics." + k
+				prefix, field = "metrics.", k
 				var m *metricValue
 				switch k {
 				case "time_to_first_token", "ttft":
@@ -170,7 +171,7 @@ func (d *AIPerfReader) parse() error {
 				return d.metric(m)
 			})
 		case "error":
-			field = "error"
+			prefix, field = "", "error"
 			return d.errorValue()
 		}
 		_, err := s.skip()
@@ -317,19 +318,31 @@ func (d *AIPerfReader) metric(m *metricValue) error {
 
 // toNs converts a time metric to nanoseconds by its unit.
 func (d *AIPerfReader) toNs(m *metricValue, v float64) (time.Duration, error) {
-	var scale float64
-	switch m.unit {
-	case "ns":
-		scale = 1
-	case "us", "µs":
-		scale = 1e3
-	case "ms", "":
-		scale = 1e6
-	case "s", "sec":
-		scale = 1e9
-	default:
-		return 0, fmt.Errorf("unit %q; want ns, us, ms or s", m.unit)
+	scale, err := unitScale(m.unit)
+	if err != nil {
+		return 0, err
 	}
+	return scaleNs(m, v, scale)
+}
+
+// unitScale returns the nanoseconds in one unit.
+func unitScale(unit string) (float64, error) {
+	switch unit {
+	case "ns":
+		return 1, nil
+	case "us", "µs":
+		return 1e3, nil
+	case "ms", "":
+		return 1e6, nil
+	case "s", "sec":
+		return 1e9, nil
+	}
+	return 0, fmt.Errorf("unit %q; want ns, us, ms or s", unit)
+}
+
+// scaleNs converts v of metric m, scale nanoseconds a unit, to
+// nanoseconds.
+func scaleNs(m *metricValue, v, scale float64) (time.Duration, error) {
 	ns := v * scale
 	if ns < 0 || ns > maxSeconds*1e9 {
 		return 0, fmt.Errorf("%v %s is out of range; want a time >= 0", v, m.unit)
@@ -364,20 +377,29 @@ func (d *AIPerfReader) turn(line int) (*pipeline.Turn, error) {
 		if err != nil {
 			return nil, bad("time_to_first_token", err)
 		}
-		t.Chunks = make([]pipeline.Chunk, 0, len(r.icl.values)+1)
-		t.Chunks = append(t.Chunks, pipeline.Chunk{At: at, Tokens: 1, Textless: true})
+		// set field by field in the zeroed slice: the text pointers stay
+		// untouched
+		chunks := make([]pipeline.Chunk, 1, len(r.icl.values)+1)
+		chunks[0].At, chunks[0].Tokens, chunks[0].Textless = at, 1, true
 		if r.icl.set {
+			scale, unitErr := unitScale(r.icl.unit)
 			for j, v := range r.icl.values {
-				gap, err := d.toNs(&r.icl, v)
+				if unitErr != nil {
+					return nil, bad(fmt.Sprintf("inter_chunk_latency[%d]", j), unitErr)
+				}
+				gap, err := scaleNs(&r.icl, v, scale)
 				if err != nil {
 					return nil, bad(fmt.Sprintf("inter_chunk_latency[%d]", j), err)
 				}
 				if at += gap; at > maxSeconds*time.Second {
 					return nil, bad(fmt.Sprintf("inter_chunk_latency[%d]", j), fmt.Errorf("the request lasts over %d s", maxSeconds))
 				}
-				t.Chunks = append(t.Chunks, pipeline.Chunk{At: at, Tokens: 1, Textless: true})
+				chunks = chunks[:len(chunks)+1]
+				c := &chunks[len(chunks)-1]
+				c.At, c.Tokens, c.Textless = at, 1, true
 			}
 		}
+		t.Chunks = chunks
 	}
 	count := func(m *metricValue) (int, error) {
 		if !m.set {

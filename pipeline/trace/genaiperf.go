@@ -215,21 +215,32 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 func (d *GenAIPerfReader) request() (*pipeline.Turn, error) {
 	s := d.s
 	exp, req := d.exp, d.req
-	field := ""
-	s.where = func() string { return fmt.Sprintf("experiments[%d].requests[%d]%s", exp, req, field) }
+	// the field being read: key (once one is read), and index within
+	// it (when >= 0); the name is put together only for an error
+	key, hasKey, index := "", false, -1
+	s.where = func() string {
+		field := ""
+		if hasKey {
+			field = "." + key
+		}
+		if index >= 0 {
+			field += "[" + strconv.Itoa(index) + "]"
+		}
+		return fmt.Sprintf("experiments[%d].requests[%d]%s", exp, req, field)
+	}
 	var start int64
 	hasStart := false
 	d.stamps, d.responses = d.stamps[:0], d.responses[:0]
 	line := s.line
 	err := s.object(func(k string) error {
-		field = "." + k
+		key, hasKey, index = k, true, -1
 		var err error
 		switch k {
 		case "timestamp":
 			start, hasStart, err = s.integer()
 		case "response_timestamps":
 			err = s.array(func(i int) error {
-				field = fmt.Sprintf(".response_timestamps[%d]", i)
+				key, index = "response_timestamps", i
 				v, ok, err := s.integer()
 				if err == nil && !ok {
 					err = s.errorf("want a timestamp in nanoseconds, got null")
@@ -239,7 +250,7 @@ func (d *GenAIPerfReader) request() (*pipeline.Turn, error) {
 			})
 		case "response_outputs":
 			err = s.array(func(i int) error {
-				field = fmt.Sprintf(".response_outputs[%d]", i)
+				key, index = "response_outputs", i
 				c, err := s.peek()
 				if err != nil {
 					return s.ioError(err)

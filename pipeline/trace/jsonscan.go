@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ type scanner struct {
 	line int // 1-based line of the next byte
 	tmp  []byte
 	keys map[string]string
+	// recent holds the keys seen last, by a hash of their bytes: most
+	// keys are found here without the map.
+	recent [128]string
 	// where names the field being read, for errors.
 	where func() string
 }
@@ -167,6 +171,10 @@ func describe(c byte) string {
 // expect consumes the next non-space byte, which must be c; what names it
 // for the error.
 func (s *scanner) expect(c byte, what string) error {
+	if s.i < s.n && s.b[s.i] == c { // c is never white space
+		s.i++
+		return nil
+	}
 	got, err := s.next()
 	if err != nil {
 		return err
@@ -179,6 +187,9 @@ func (s *scanner) expect(c byte, what string) error {
 
 // null consumes a null if one comes next and reports whether it did.
 func (s *scanner) null() (bool, error) {
+	if s.i < s.n && s.b[s.i] > ' ' && s.b[s.i] != 'n' { // the common case
+		return false, nil
+	}
 	c, err := s.peek()
 	if err != nil {
 		return false, s.ioError(err)
@@ -275,6 +286,13 @@ func (s *scanner) number() (float64, error) {
 	case "-Infinity":
 		return math.Inf(-1), nil
 	}
+	// a plain decimal that one exact operation converts (zero aside, for
+	// the sign of -0) is what strconv would return
+	if d, ok := parseDecimal(b); ok && d.mant != 0 {
+		if v, exact := d.float(); exact {
+			return v, nil
+		}
+	}
 	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), 64)
 	if err != nil {
 		return 0, s.errorf("bad number %q", b)
@@ -306,6 +324,9 @@ func (s *scanner) integer() (v int64, ok bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
+	if n, ok := digitsInt(b); ok {
+		return n, true, nil
+	}
 	str := unsafe.String(unsafe.SliceData(b), len(b))
 	if n, err := strconv.ParseInt(str, 10, 64); err == nil {
 		return n, true, nil
@@ -315,6 +336,32 @@ func (s *scanner) integer() (v int64, ok bool, err error) {
 		return 0, false, s.errorf("want an integer, got %q", b)
 	}
 	return int64(f), true, nil
+}
+
+// digitsInt reads b when it is an optional '-' and 1 to 19 digits that
+// fit an int64 (strconv.ParseInt takes the rest).
+func digitsInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var u uint64 // below 10^19: no overflow
+	for _, c := range b {
+		if c-'0' > 9 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return -int64(u), true
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	}
+	return 0, false
 }
 
 // str reads a string. null reads as "".
@@ -336,22 +383,40 @@ func (s *scanner) strBytes() ([]byte, error) {
 	if c != '"' {
 		return nil, s.errorf("want a string, got %s", describe(c))
 	}
+	if b, ok := s.plainString(); ok {
+		return b, nil
+	}
 	start := s.i // the opening quote
 	j := s.i + 1
-	escaped := false
 	for {
 		for j < s.n {
-			c := s.b[j]
-			if c == '"' {
+			for j+8 <= s.n { // to the next quote or control byte
+				m := stringStops8(binary.LittleEndian.Uint64(s.b[j:]))
+				if m != 0 {
+					j += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				j += 8
+			}
+			for j < s.n && s.b[j] != '"' && s.b[j] >= 0x20 {
+				j++
+			}
+			if j >= s.n {
 				break
 			}
-			if c == '\\' {
-				escaped = true
-				j++ // skip the escaped byte
-			} else if c < 0x20 {
-				return nil, s.errorf("control character in a string (a JSON string cannot span lines)")
+			// an odd run of backslashes before it escapes it
+			bs := 0
+			for j-1-bs > start && s.b[j-1-bs] == '\\' {
+				bs++
 			}
-			j++
+			if bs%2 == 1 {
+				j++
+				continue
+			}
+			if s.b[j] == '"' {
+				break
+			}
+			return nil, s.errorf("control character in a string (a JSON string cannot span lines)")
 		}
 		if j < s.n {
 			break
@@ -365,7 +430,7 @@ func (s *scanner) strBytes() ([]byte, error) {
 	}
 	raw := s.b[start : j+1]
 	s.i = j + 1
-	if !escaped {
+	if bytes.IndexByte(raw, '\\') < 0 {
 		return raw[1 : len(raw)-1], nil
 	}
 	out, ok := unescape(s.tmp[:0], raw[1:len(raw)-1])
@@ -376,13 +441,109 @@ func (s *scanner) strBytes() ([]byte, error) {
 	return out, nil
 }
 
+// plainString is the common case of strBytes in one pass: a string in
+// the buffer whose escapes are all of one byte (\" \n ...), unescaped as
+// it is scanned. ok is false for anything else (a \u escape, a control
+// character, the buffer's end), and strBytes starts over with its
+// general way; nothing is consumed then.
+func (s *scanner) plainString() ([]byte, bool) {
+	j := s.i + 1
+	run := j // the bytes not yet copied to out
+	out, escaped := s.tmp[:0], false
+	for {
+		// to the next quote, backslash or control byte
+		if j+8 <= s.n {
+			w := binary.LittleEndian.Uint64(s.b[j:])
+			m := stringStops8(w) | backslashes8(w)
+			if m == 0 {
+				j += 8
+				continue
+			}
+			j += bits.TrailingZeros64(m) >> 3
+		} else {
+			for j < s.n && s.b[j] != '"' && s.b[j] != '\\' && s.b[j] >= 0x20 {
+				j++
+			}
+		}
+		if j+1 >= s.n { // the end of the buffer (or of a string at its end)
+			return nil, false
+		}
+		switch s.b[j] {
+		case '"':
+			body := s.b[run:j]
+			s.i = j + 1
+			if !escaped {
+				return body, true
+			}
+			s.tmp = append(out, body...)
+			return s.tmp, true
+		case '\\':
+			var c byte
+			switch e := s.b[j+1]; e {
+			case '"', '\\', '/':
+				c = e
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			default:
+				return nil, false
+			}
+			out = append(append(out, s.b[run:j]...), c)
+			escaped = true
+			j += 2
+			run = j
+		default: // a control character
+			return nil, false
+		}
+	}
+}
+
+// stringStops8 finds the bytes strBytes stops at (a quote, a control
+// character) among the eight bytes of w, the first in the low byte: it
+// returns 0 when there are none, else a mask whose lowest set bit is the
+// high bit of the first of them (the bits above it may be wrong: a borrow
+// runs upwards).
+func stringStops8(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := w ^ ('"' * ones)
+	return ((q-ones)&^q | (w-0x20*ones)&^w) & highs
+}
+
+// backslashes8 returns 0 when none of the eight bytes of w is a
+// backslash, else a mask whose lowest set bit is the high bit of the
+// first that is.
+func backslashes8(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	e := w ^ ('\\' * ones)
+	return (e - ones) &^ e & highs
+}
+
 // unescape appends the JSON string body b, escapes resolved, to dst.
 func unescape(dst, b []byte) ([]byte, bool) {
 	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
+		if b[i] != '\\' { // copy the run up to the next escape
+			k := i
+			for ; k+8 <= len(b); k += 8 {
+				if m := backslashes8(binary.LittleEndian.Uint64(b[k:])); m != 0 {
+					k += bits.TrailingZeros64(m) >> 3
+					break
+				}
+			}
+			for k < len(b) && b[k] != '\\' {
+				k++
+			}
+			dst = append(dst, b[i:k]...)
+			if k == len(b) {
+				return dst, true
+			}
+			i = k
 		}
 		i++
 		if i >= len(b) {
@@ -448,10 +609,16 @@ func hex4(b []byte) (rune, bool) {
 // intern returns b as a string, without allocating for the object keys
 // seen before (a file repeats the same few hundred).
 func (s *scanner) intern(b []byte) string {
+	slot := keySlot(b)
+	if k := s.recent[slot]; k == string(b) {
+		return k
+	}
 	if k, ok := s.keys[string(b)]; ok {
+		s.recent[slot] = k
 		return k
 	}
 	k := string(b)
+	s.recent[slot] = k
 	if s.keys == nil {
 		s.keys = map[string]string{}
 	}
@@ -459,6 +626,23 @@ func (s *scanner) intern(b []byte) string {
 		s.keys[k] = k
 	}
 	return k
+}
+
+// keySlot hashes an object key to its slot in scanner.recent: the first
+// and last eight bytes (or all of a shorter key) and the length, mixed.
+func keySlot(b []byte) int {
+	var h uint64
+	if len(b) >= 8 {
+		h = binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[len(b)-8:])<<1
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+	}
+	h = (h ^ uint64(len(b))) * 0x9E3779B97F4A7C15
+	h ^= h >> 31
+	h *= 0xBF58476D1CE4E5B9
+	return int(h >> 57) // 0 to 127
 }
 
 // object reads an object, calling fn for each key; fn must consume the
@@ -489,6 +673,10 @@ func (s *scanner) object(fn func(key string) error) error {
 		}
 		if err := fn(key); err != nil {
 			return err
+		}
+		if s.i < s.n && s.b[s.i] == ',' { // the common case
+			s.i++
+			continue
 		}
 		c, err := s.next()
 		if err != nil {
@@ -527,6 +715,18 @@ func (s *scanner) array(fn func(i int) error) error {
 // consumes the ',' (for i > 0) or the closing ']' and reports whether an
 // element follows.
 func (s *scanner) more(i int) (bool, error) {
+	if s.i < s.n { // the common cases
+		switch s.b[s.i] {
+		case ']':
+			s.i++
+			return false, nil
+		case ',':
+			if i > 0 {
+				s.i++
+				return true, nil
+			}
+		}
+	}
 	c, err := s.peek()
 	if err != nil {
 		return false, s.ioError(err)
@@ -566,7 +766,12 @@ func (s *scanner) numbers(dst []float64) ([]float64, error) {
 			}
 		}
 		if j < s.n && (isDigit(s.b[j]) || s.b[j] == '-') && (i == 0 || sawComma(s.b[s.i:j])) {
-			if d, n, ok := parseDecimalPrefix(s.b[j:s.n]); ok && j+n < s.n {
+			// float gives the same number for a decimal with its trailing
+			// zeros or without (when it takes it at all); zero is +0
+			if d, n, ok := parseDecimalRaw(s.b[j:s.n]); ok && j+n < s.n {
+				if d.mant == 0 {
+					d = decimal{}
+				}
 				v, exact := d.float()
 				if !exact {
 					b := s.b[j : j+n]
@@ -780,67 +985,140 @@ func parseDecimal(b []byte) (d decimal, ok bool) {
 // parseDecimalPrefix reads the number at the start of b and says how many
 // bytes it took.
 func parseDecimalPrefix(b []byte) (d decimal, n int, ok bool) {
+	d, n, ok = parseDecimalRaw(b)
+	if ok {
+		d = d.normal()
+	}
+	return d, n, ok
+}
+
+// parseDecimalRaw is parseDecimalPrefix without moving the trailing zeros
+// into the exponent: the same number, not always the same decimal.
+func parseDecimalRaw(b []byte) (d decimal, n int, ok bool) {
 	i := 0
 	if i < len(b) && b[i] == '-' {
 		d.neg = true
 		i++
 	}
-	digits, sawDigit, point := 0, false, false
-loop:
-	for ; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c >= '0' && c <= '9':
-			sawDigit = true
-			if d.mant == 0 && c == '0' {
-				if point {
-					d.exp--
-				}
-				continue
-			}
-			if digits == 19 {
-				return d, i, false
-			}
-			d.mant = d.mant*10 + uint64(c-'0')
-			digits++
-			if point {
-				d.exp--
-			}
-		case c == '.' && !point:
-			point = true
-		case c == 'e' || c == 'E':
-			if !sawDigit {
-				return d, i, false
-			}
-			i++
-			eneg := false
-			if i < len(b) && (b[i] == '+' || b[i] == '-') {
-				eneg = b[i] == '-'
+	first := i
+	for i < len(b) && b[i] == '0' { // leading zeros
+		i++
+	}
+	var mant uint64
+	digits := 0
+	i, mant, digits, ok = readDigits(b, i, mant, digits)
+	if !ok {
+		return d, i, false
+	}
+	sawDigit := i > first
+	if i < len(b) && b[i] == '.' {
+		i++
+		frac := i
+		if mant == 0 {
+			for i < len(b) && b[i] == '0' {
 				i++
 			}
-			start, e := i, 0
-			for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-				if e > 10000 {
-					return d, i, false
-				}
-				e = e*10 + int(b[i]-'0')
-			}
-			if i == start {
+			d.exp -= i - frac
+		}
+		fd := i
+		i, mant, digits, ok = readDigits(b, i, mant, digits)
+		if !ok {
+			return d, i, false
+		}
+		d.exp -= i - fd
+		sawDigit = sawDigit || i > frac
+	}
+	d.mant = mant
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		if !sawDigit {
+			return d, i, false
+		}
+		i++
+		eneg := false
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			eneg = b[i] == '-'
+			i++
+		}
+		start, e := i, 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if e > 10000 {
 				return d, i, false
 			}
-			if eneg {
-				e = -e
-			}
-			d.exp += e
-			break loop
-		default:
-			break loop
+			e = e*10 + int(b[i]-'0')
 		}
+		if i == start {
+			return d, i, false
+		}
+		if eneg {
+			e = -e
+		}
+		d.exp += e
 	}
 	if !sawDigit || (i < len(b) && numberByte[b[i]]) {
 		return d, i, false
 	}
-	return d.normal(), i, true
+	return d, i, true
+}
+
+// readDigits reads the run of digits at b[i:] onto mant, which holds
+// digits significant digits already; ok is false past 19 of them.
+func readDigits(b []byte, i int, mant uint64, digits int) (int, uint64, int, bool) {
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		if digits == 19 {
+			return i, mant, digits, false
+		}
+		mant = mant*10 + uint64(c)
+		digits++
+	}
+	return i, mant, digits, true
+}
+
+// divPow10 returns x / 10^k for 1 <= k <= 19, dividing by constants (a
+// multiplication each) rather than by a variable.
+func divPow10(x uint64, k int) uint64 {
+	switch k {
+	case 1:
+		return x / 1e1
+	case 2:
+		return x / 1e2
+	case 3:
+		return x / 1e3
+	case 4:
+		return x / 1e4
+	case 5:
+		return x / 1e5
+	case 6:
+		return x / 1e6
+	case 7:
+		return x / 1e7
+	case 8:
+		return x / 1e8
+	case 9:
+		return x / 1e9
+	case 10:
+		return x / 1e10
+	case 11:
+		return x / 1e11
+	case 12:
+		return x / 1e12
+	case 13:
+		return x / 1e13
+	case 14:
+		return x / 1e14
+	case 15:
+		return x / 1e15
+	case 16:
+		return x / 1e16
+	case 17:
+		return x / 1e17
+	case 18:
+		return x / 1e18
+	}
+	return x / 1e19
 }
 
 func (d decimal) normal() decimal {
@@ -906,8 +1184,8 @@ func (d decimal) scaled(shift int) (int64, bool) {
 		v = 0 // below a tenth of the unit: d.mant < 10^19
 	default:
 		q := pow10u64[-p]
-		v = d.mant / q
-		if rem := d.mant % q; rem >= q-rem {
+		v = divPow10(d.mant, -p)
+		if rem := d.mant - v*q; rem >= q-rem {
 			v++
 		}
 	}

@@ -2,13 +2,16 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 )
@@ -96,6 +99,7 @@ type ColumnarReader struct {
 	cur    [colsCount]*scanner
 	itl    []int64   // the ITLs of the request being read, in nanoseconds
 	keys   []decimal // and their exact decimals
+	ends   []int     // where the words of the request's text end
 	done   bool
 	err    error
 	opened bool
@@ -331,6 +335,8 @@ func (d *ColumnarReader) openRun() error {
 		if err := s.expect('[', "an array"); err != nil {
 			return err
 		}
+		col := columnNames[ci]
+		s.where = func() string { return fmt.Sprintf("%q[%d]", col, d.i) }
 		d.cur[ci] = s
 	}
 	return nil
@@ -351,7 +357,6 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 			continue
 		}
 		col := columnNames[ci]
-		s.where = func() string { return fmt.Sprintf("%q[%d]", col, i) }
 		more, err := s.more(i)
 		if err == nil && !more {
 			err = s.errorf("the array ends early")
@@ -391,7 +396,6 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.where = nil
 	}
 	id := strconv.Itoa(i)
 	if d.multi {
@@ -417,7 +421,7 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 		spreadTokens(t.Chunks, t.OutputTokens)
 	}
 	if hasText && len(t.Chunks) > 0 {
-		spreadText(t.Chunks, text)
+		d.ends = spreadTextInto(t.Chunks, text, d.ends)
 	}
 	return t, nil
 }
@@ -427,8 +431,11 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 // chunk of that many tokens.
 func (d *ColumnarReader) chunks(t *pipeline.Turn, ttft int64) error {
 	at := ttft
-	t.Chunks = make([]pipeline.Chunk, 0, len(d.itl)+1)
-	t.Chunks = append(t.Chunks, pipeline.Chunk{At: time.Duration(at), Tokens: 1, Textless: true})
+	// the chunks are set field by field in the zeroed slice: the text
+	// pointers stay untouched
+	chunks := make([]pipeline.Chunk, 1, len(d.itl)+1)
+	chunks[0].At, chunks[0].Tokens, chunks[0].Textless = time.Duration(at), 1, true
+	t.Chunks = chunks
 	for j := 0; j < len(d.itl); {
 		k := 1
 		if d.tool == ToolSGLang {
@@ -443,8 +450,11 @@ func (d *ColumnarReader) chunks(t *pipeline.Turn, ttft int64) error {
 		if at > maxSeconds*1e9 {
 			return fmt.Errorf("the request lasts over %d s", maxSeconds)
 		}
-		t.Chunks = append(t.Chunks, pipeline.Chunk{At: time.Duration(at), Tokens: k, Textless: true})
+		chunks = chunks[:len(chunks)+1]
+		c := &chunks[len(chunks)-1]
+		c.At, c.Tokens, c.Textless = time.Duration(at), k, true
 	}
+	t.Chunks = chunks
 	return nil
 }
 
@@ -456,8 +466,26 @@ const maxSeconds = 365 * 24 * 3600
 // order, each chunk keeping at least one (n >= len(chunks)).
 func spreadTokens(chunks []pipeline.Chunk, n int) {
 	m := len(chunks)
+	if m == 0 {
+		return
+	}
+	if n < 0 || n > math.MaxInt/(m+1) { // k*n may wrap: the formula as it is
+		for k := range chunks {
+			chunks[k].Tokens = (k+1)*n/m - k*n/m
+		}
+		return
+	}
+	// q = k*n/m and r = k*n%m, stepped without dividing
+	nq, nr := n/m, n%m
+	q, r := 0, 0
 	for k := range chunks {
-		chunks[k].Tokens = (k+1)*n/m - k*n/m
+		next := q + nq
+		if r += nr; r >= m {
+			r -= m
+			next++
+		}
+		chunks[k].Tokens = next - q
+		q = next
 	}
 }
 
@@ -467,8 +495,21 @@ func spreadTokens(chunks []pipeline.Chunk, n int) {
 func wordEnds(dst []int, text string) []int {
 	dst = dst[:0]
 	inWord := false
-	for i := 0; i < len(text); i++ {
-		space := text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'
+	i := 0
+	// eight bytes at a time: only the bytes up to ' ' can be white space
+	for ; i+8 <= len(text); i += 8 {
+		m := lowBytes8(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(text[i:]), 8)))
+		for ; m != 0; m &= m - 1 {
+			j := i + bits.TrailingZeros64(m)>>3
+			space := wordSpace[text[j]]
+			if space && (j > 0 && !wordSpace[text[j-1]]) {
+				dst = append(dst, j)
+			}
+		}
+		inWord = !wordSpace[text[i+7]]
+	}
+	for ; i < len(text); i++ {
+		space := wordSpace[text[i]]
 		if space && inWord {
 			dst = append(dst, i)
 		}
@@ -484,28 +525,67 @@ func wordEnds(dst []int, text string) []int {
 	return dst
 }
 
+// lowBytes8 returns the high bit of each of the eight bytes of w that is
+// ' ' or below.
+func lowBytes8(w uint64) uint64 {
+	const lows, highs = 0x7F7F7F7F7F7F7F7F, 0x8080808080808080
+	// a byte is above ' ' when its high bit is set or its low seven bits
+	// plus 0x5F reach 0x80 (no carry leaves a byte)
+	return ^(w | (w&lows + 0x5F5F5F5F5F5F5F5F)) & highs
+}
+
+// wordSpace says which bytes separate words.
+var wordSpace = [256]bool{' ': true, '\n': true, '\t': true, '\r': true}
+
 // spreadText cuts text into words and shares them over the chunks in
 // order, in proportion to the tokens each chunk carries; the first chunks
 // get theirs first, so a chunk that gets none is a late one, with empty
 // text. Each chunk's text is a slice of text: nothing is copied.
 func spreadText(chunks []pipeline.Chunk, text string) {
 	var buf [64]int
-	ends := wordEnds(buf[:0], text)
+	spreadTextInto(chunks, text, buf[:0])
+}
+
+// spreadTextInto is spreadText with ends as scratch space for the word
+// ends, returned for the next call.
+func spreadTextInto(chunks []pipeline.Chunk, text string, ends []int) []int {
+	ends = wordEnds(ends, text)
 	total := 0
-	for _, c := range chunks {
-		total += c.TokenCount()
+	for k := range chunks {
+		total += chunks[k].TokenCount()
 	}
 	p := len(ends)
-	cum, from := 0, 0
+	from := 0
+	if total <= 0 || total > math.MaxInt/(p+1) { // cum*p may wrap: the formula as it is
+		cum := 0
+		for k := range chunks {
+			cum += chunks[k].TokenCount()
+			to := from
+			if w := (cum*p + total - 1) / total; w > 0 {
+				to = ends[w-1]
+			}
+			chunks[k].Text, chunks[k].Textless = text[from:to], false
+			from = to
+		}
+		return ends
+	}
+	// w = (cum*p + total - 1) / total, stepped: w*total + r is the
+	// dividend, which grows by tokens*p per chunk
+	w, r := 0, total-1
 	for k := range chunks {
-		cum += chunks[k].TokenCount()
+		r += chunks[k].TokenCount() * p
+		for r >= total {
+			r -= total
+			w++
+		}
 		to := from
-		if w := (cum*p + total - 1) / total; w > 0 {
+		if w > 0 {
 			to = ends[w-1]
 		}
 		chunks[k].Text, chunks[k].Textless = text[from:to], false
 		from = to
 	}
+	return ends
 }
 
 // sniffVLLM recognizes a vLLM result: one JSON object with vLLM's keys.
