@@ -142,7 +142,6 @@ func (c *wordChunker) Reset()                          { *c = wordChunker{} }
 type sentenceChunker struct {
 	minLen       int
 	n, released  int
-	start        int // offset of the first unreleased non-space byte, -1 if none
 	state        int // 0 in sentence, 1 after final punctuation, 2 in white space after it
 	pendingEnd   int // offset where the candidate sentence ends
 	sentenceRune int // characters since the last release

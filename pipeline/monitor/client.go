@@ -123,7 +123,6 @@ func appendJSONString(b []byte, s string) []byte {
 type sender struct {
 	mu   sync.Mutex
 	conn *websocket.Conn
-	buf  []byte
 }
 
 func (s *sender) send(msg []byte) error {

@@ -53,7 +53,6 @@ type session struct {
 	warnAt                                       time.Time
 	silence                                      time.Duration
 	series                                       series
-	messages                                     int
 	scaleFactor                                  float64
 }
 

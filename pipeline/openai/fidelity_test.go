@@ -69,13 +69,13 @@ func fidelity(tb testing.TB, streams, chunks int, itl, stagger time.Duration) (v
 		turns[i] = fidelityTurn(strconv.Itoa(i), chunks, itl)
 		sent[i] = make([]time.Duration, chunks)
 	}
-	var mu sync.Mutex // taken once per stream at the end, not per chunk
+	var mocked sync.WaitGroup // each stream's slice is published once, when it is full
+	mocked.Add(streams)
 	m := &Mock{Turns: turns, OnSend: func(turn string, chunk int, at time.Duration) {
 		i, _ := strconv.Atoi(turn)
 		sent[i][chunk] = at // each stream writes only its own slice
 		if chunk == chunks-1 {
-			mu.Lock() // publishes the stream's slice to the test
-			mu.Unlock()
+			mocked.Done()
 		}
 	}}
 	srv := httptest.NewServer(m)
@@ -101,8 +101,7 @@ func fidelity(tb testing.TB, streams, chunks int, itl, stagger time.Duration) (v
 	wall := time.Since(wall0)
 	cores = float64(cpuTime()-cpu0) / float64(wall)
 	waiting = float64(runqWait()-wait0) / float64(wall)
-	mu.Lock()
-	defer mu.Unlock()
+	mocked.Wait()
 	for i, s := range got {
 		if s == nil || s.Turn.Status != pipeline.StatusOK || len(s.Turn.Chunks) != chunks {
 			tb.Fatalf("stream %d: %+v", i, s)

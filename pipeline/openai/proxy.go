@@ -238,7 +238,6 @@ type tapBody struct {
 	wt      *watch
 	pending []byte
 	at      time.Duration
-	closed  bool
 }
 
 func (b *tapBody) process() {

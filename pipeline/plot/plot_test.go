@@ -111,10 +111,9 @@ func TestGoldenSVG(t *testing.T) {
 
 // svgMark is an element of a rendered SVG that stands for underruns.
 type svgMark struct {
-	class   string
-	data    map[string]string
-	x, w    float64
-	present bool
+	class string
+	data  map[string]string
+	x, w  float64
 }
 
 // underrunMarks parses an SVG and returns its underrun marks.

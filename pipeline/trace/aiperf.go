@@ -41,9 +41,7 @@ func init() {
 type AIPerfReader struct {
 	s      *scanner
 	n      int
-	done   bool
 	err    error
-	ns     []float64
 	record aiperfRecord
 }
 

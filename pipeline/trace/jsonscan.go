@@ -801,18 +801,6 @@ func (s *scanner) numbers(dst []float64) ([]float64, error) {
 	}
 }
 
-// plainByte says which bytes skipRaw passes over without a look: all but
-// structure, strings and white space.
-var plainByte = func() (t [256]bool) {
-	for c := range 256 {
-		t[c] = true
-	}
-	for _, c := range []byte("\"[]{},: \t\r\n") {
-		t[c] = false
-	}
-	return t
-}()
-
 // sawComma reports whether the separator b holds a comma.
 func sawComma(b []byte) bool {
 	for _, c := range b {
@@ -1021,7 +1009,7 @@ func parseDecimalRaw(b []byte) (d decimal, n int, ok bool) {
 			d.exp -= i - frac
 		}
 		fd := i
-		i, mant, digits, ok = readDigits(b, i, mant, digits)
+		i, mant, _, ok = readDigits(b, i, mant, digits)
 		if !ok {
 			return d, i, false
 		}

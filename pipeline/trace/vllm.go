@@ -100,7 +100,6 @@ type ColumnarReader struct {
 	itl    []int64   // the ITLs of the request being read, in nanoseconds
 	keys   []decimal // and their exact decimals
 	ends   []int     // where the words of the request's text end
-	done   bool
 	err    error
 	opened bool
 	input  io.Reader

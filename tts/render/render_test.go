@@ -188,15 +188,6 @@ func silent(s []int16) bool {
 	return true
 }
 
-// toPCM16 quantizes as a 16-bit WAV does.
-func toPCM16(a tts.Audio) []int16 {
-	out := make([]int16, len(a.Samples))
-	for i, v := range a.Samples {
-		out[i] = int16(math.Round(float64(max(-1, min(1, v))) * 32767))
-	}
-	return out
-}
-
 func TestRenderFindsUnderruns(t *testing.T) {
 	t.Parallel()
 	stalls := map[int]time.Duration{2: 2500 * ms, 14: 5000 * ms, 30: 5000 * ms, 31: 1500 * ms}
