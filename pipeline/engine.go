@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ type Config struct {
 	Interruption time.Duration
 	// SampleRate is the rate underruns are counted in samples at.
 	SampleRate int
-	// StallFactor is how many times the turn's mean inter-token latency an
+	// StallFactor is how many times the turn's median inter-token latency an
 	// ITL must exceed to be called a stall.
 	StallFactor float64
 	// TokenAudio, when positive, speaks every token for exactly this long,
@@ -292,7 +293,7 @@ func (p *Playout) push(c *Chunk) error {
 	if c.Reasoning {
 		p.kind = append(p.kind, kindReasoning)
 		p.end = append(p.end, len(p.text))
-		p.audio = append(p.audio, p.releasedAudio+p.unreleasedAudio())
+		p.audio = append(p.audio, p.audioSoFar())
 		if p.metered {
 			p.meters = append(p.meters, p.meter)
 		}
@@ -327,10 +328,7 @@ func (p *Playout) push(c *Chunk) error {
 	if p.metered && p.kind[k] != kindText {
 		p.meters = append(p.meters, p.meter)
 	}
-	prev := time.Duration(0)
-	if k > 0 {
-		prev = p.audio[k-1]
-	}
+	prev := p.audioSoFar()
 	p.text = append(p.text, text...)
 	p.end = append(p.end, len(p.text))
 	p.audio = append(p.audio, prev+a)
@@ -348,10 +346,10 @@ func (p *Playout) push(c *Chunk) error {
 	return nil
 }
 
-// unreleasedAudio is the audio of text appended but not yet released.
-func (p *Playout) unreleasedAudio() time.Duration {
+// audioSoFar is the audio of all text appended so far.
+func (p *Playout) audioSoFar() time.Duration {
 	if n := len(p.audio); n > 0 {
-		return p.audio[n-1] - p.releasedAudio
+		return p.audio[n-1]
 	}
 	return 0
 }
@@ -417,16 +415,7 @@ func (p *Playout) audioAt(off int) time.Duration {
 
 // recordAt returns the streamed chunk holding byte off.
 func (p *Playout) recordAt(off int) int {
-	lo, hi := 0, len(p.end)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if p.end[m] <= off {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return min(lo, len(p.end)-1)
+	return min(sort.Search(len(p.end), func(i int) bool { return p.end[i] > off }), len(p.end)-1)
 }
 
 func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
@@ -443,7 +432,7 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		return
 	}
 	if p.cfg.Durations != nil {
-		a = p.measure(from, rel, a)
+		a = p.measure(first, last, from, rel, a)
 	}
 	p.speech += a
 	// built in place: a SpeechChunk is large, and this runs per token
@@ -481,10 +470,11 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	p.schedule()
 }
 
-// measure returns Config.Durations' audio of text [from, rel), or model
-// when the text holds tokens without text or the measurement fails.
-func (p *Playout) measure(from, rel int, model time.Duration) time.Duration {
-	for r := p.recordAt(from); r <= p.recordAt(rel-1); r++ {
+// measure returns Config.Durations' audio of text [from, rel), held by
+// streamed chunks first..last, or model when the text holds tokens without
+// text or the measurement fails.
+func (p *Playout) measure(first, last, from, rel int, model time.Duration) time.Duration {
+	for r := first; r <= last; r++ {
 		if k := p.kind[r]; k != kindText && k != kindReasoning {
 			return model
 		}

@@ -7,14 +7,18 @@ import "time"
 // several tokens arrives with its last token.
 func Retime(t *Turn, ttft, tpot time.Duration) *Turn {
 	out := *t
-	out.Chunks = make([]Chunk, len(t.Chunks))
-	n := 0
-	for i, c := range t.Chunks {
-		n += c.TokenCount()
-		c.At = ttft + time.Duration(n-1)*tpot
-		out.Chunks[i] = c
-	}
+	out.Chunks = append([]Chunk(nil), t.Chunks...)
+	retime(out.Chunks, ttft, tpot)
 	return &out
+}
+
+// retime sets the arrival of every chunk for a constant pace, in place.
+func retime(chunks []Chunk, ttft, tpot time.Duration) {
+	n := 0
+	for i := range chunks {
+		n += chunks[i].TokenCount()
+		chunks[i].At = ttft + time.Duration(n-1)*tpot
+	}
 }
 
 // MaxTPOTLimit is the largest TPOT the MaxTPOT search considers.
@@ -39,11 +43,7 @@ func MaxTPOT(cfg Config, t *Turn, scratch *Playout) (tpot time.Duration, ok bool
 	ttft := t.Chunks[0].At
 	retimed := Retime(t, ttft, 0)
 	clean := func(tpot time.Duration) bool {
-		n := 0
-		for i := range retimed.Chunks {
-			n += retimed.Chunks[i].TokenCount()
-			retimed.Chunks[i].At = ttft + time.Duration(n-1)*tpot
-		}
+		retime(retimed.Chunks, ttft, tpot)
 		if err := p.PlayTurn(retimed); err != nil {
 			return false
 		}

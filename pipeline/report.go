@@ -114,6 +114,7 @@ type Report struct {
 	worstTurn                    string
 	worstInterruptions           int
 	closed                       bool
+	scratch                      *Playout // for the MaxTPOT inversion
 }
 
 // ConfigReport records the engine settings a report was made with.
@@ -180,7 +181,8 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 func ptr(v float64) *float64 { return &v }
 
 // Add accounts one turn and its finished playout (p may be nil for a turn
-// that was not played). The MaxTPOT inversion, when enabled, reuses p.
+// that was not played). p is only read: the MaxTPOT inversion, when
+// enabled, runs on a scratch Playout of the report's own.
 func (r *Report) Add(t *Turn, p *Playout) {
 	r.Turns++
 	tr := TurnReport{Turn: t.ID, Session: t.Session, Status: t.Status, Error: t.Error, Chunks: len(t.Chunks)}
@@ -256,7 +258,10 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			r.worstInterruptions, r.worstTurn = tr.Interruptions.Count, t.ID
 		}
 		if r.opts.MaxTPOT && tm.HasSpeech {
-			if v, ok, err := MaxTPOT(p.Config(), t, nil); err == nil {
+			if r.scratch == nil {
+				r.scratch, _ = NewPlayout(p.Config(), t.ID) // p's config is valid
+			}
+			if v, ok, err := MaxTPOT(p.Config(), t, r.scratch); err == nil {
 				if ok {
 					tr.MaxSafeTPOTMs = ptr(Millis(v))
 					if !r.maxSafeSet || v < r.maxSafe {

@@ -19,7 +19,7 @@ type Cause string
 // The causes of an underrun.
 const (
 	// CauseStall: an inter-token latency far above the turn's usual one
-	// (StallFactor times the mean of the others) held the text back.
+	// (StallFactor times the median of the others) held the text back.
 	CauseStall Cause = "stall"
 	// CausePace: tokens came at their usual pace, but that pace carries
 	// less speech per second than the voice speaks: a slow stream.
