@@ -76,7 +76,7 @@ func appendMessage(b []byte, typ Type, turn string, c *pipeline.Chunk, at time.D
 	b = append(b, `{"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","turn":`...)
-	b = strconv.AppendQuote(b, turn)
+	b = appendJSONString(b, turn)
 	if c != nil {
 		if !c.Textless {
 			b = append(b, `,"text":`...)
@@ -96,7 +96,7 @@ func appendMessage(b []byte, typ Type, turn string, c *pipeline.Chunk, at time.D
 	}
 	if status != "" {
 		b = append(b, `,"status":`...)
-		b = strconv.AppendQuote(b, string(status))
+		b = appendJSONString(b, string(status))
 	}
 	return append(b, '}')
 }

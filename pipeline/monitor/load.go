@@ -137,21 +137,11 @@ func summarizeLatency(xs []float64) Latency {
 // Everything stays on the address given; use loopback.
 func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	var res LoadResult
-	if opts.Sessions <= 0 {
-		opts.Sessions = DefaultLoadSessions
-	}
-	if !(opts.Rate > 0) {
-		opts.Rate = DefaultLoadRate
-	}
-	if opts.Duration <= 0 {
-		opts.Duration = DefaultLoadDuration
-	}
-	if opts.TurnChunks <= 0 {
-		opts.TurnChunks = DefaultTurnChunks
-	}
-	if opts.DialParallel <= 0 {
-		opts.DialParallel = 32
-	}
+	orDefault(&opts.Sessions, DefaultLoadSessions)
+	orDefault(&opts.Rate, DefaultLoadRate)
+	orDefault(&opts.Duration, DefaultLoadDuration)
+	orDefault(&opts.TurnChunks, DefaultTurnChunks)
+	orDefault(&opts.DialParallel, 32)
 	res.Sessions = opts.Sessions
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -365,10 +355,7 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	for _, l := range lagAll {
 		all = append(all, l...)
 	}
-	if len(all) > 0 {
-		sort.Float64s(all)
-		res.SendLagP99 = time.Duration(pipeline.Percentile(all, 99) * float64(time.Millisecond))
-	}
+	res.SendLagP99 = summarizeLatency(all).P99
 	for _, c := range conns {
 		res.Refused += c.errors.Load()
 	}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -88,4 +89,17 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("status %q accepted", m.Status)
 		}
 	})
+}
+
+// TestAppendMessageIsJSON: a turn name that Go would quote differently
+// from JSON (control characters, invalid UTF-8) still makes valid JSON.
+func TestAppendMessageIsJSON(t *testing.T) {
+	t.Parallel()
+	for _, turn := range []string{"plain", "tab\there", "bell\a", "bad\xffutf8", `quote"back\slash`} {
+		b := appendMessage(nil, "turn_end", turn, nil, -1, pipeline.StatusOK)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Errorf("turn %q: %s is not JSON: %v", turn, b, err)
+		}
+	}
 }

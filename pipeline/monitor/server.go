@@ -130,26 +130,13 @@ func New(opts Options) (*Server, error) {
 	if opts.WarnTolerance < 0 {
 		return nil, fmt.Errorf("%w: warn tolerance must not be negative, got %v", pipeline.ErrConfig, opts.WarnTolerance)
 	}
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&opts.Burst, DefaultBurst)
-	def(&opts.Queue, DefaultQueue)
-	def(&opts.MaxSessions, DefaultMaxSessions)
-	if opts.MaxMessage <= 0 {
-		opts.MaxMessage = DefaultMaxMessage
-	}
-	if !(opts.Rate > 0) {
-		opts.Rate = DefaultRate
-	}
-	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = DefaultFlushInterval
-	}
-	if opts.SnapshotInterval <= 0 {
-		opts.SnapshotInterval = DefaultSnapshotInterval
-	}
+	orDefault(&opts.Burst, DefaultBurst)
+	orDefault(&opts.Queue, DefaultQueue)
+	orDefault(&opts.MaxSessions, DefaultMaxSessions)
+	orDefault(&opts.MaxMessage, DefaultMaxMessage)
+	orDefault(&opts.Rate, DefaultRate)
+	orDefault(&opts.FlushInterval, DefaultFlushInterval)
+	orDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
 	s := &Server{
 		opts: opts, clock: opts.Clock, log: opts.Logger, m: newMetrics(),
 		sessions: map[string]*session{}, conns: map[*websocket.Conn]struct{}{},
@@ -185,6 +172,13 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	go s.loop()
 	return s, nil
+}
+
+// orDefault sets an option that is not positive (or is NaN) to its default.
+func orDefault[T int | int64 | float64 | time.Duration](v *T, d T) {
+	if !(*v > 0) {
+		*v = d
+	}
 }
 
 // ServeHTTP routes a request.
@@ -591,7 +585,6 @@ func (sess *session) row(now time.Time) Row {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if streaming {
-		sess.buffered = buf
 		sess.series.sample(now, buf)
 	}
 	r := Row{Session: sess.id, Remote: sess.remote, Turn: sess.last, BufferedMs: pipeline.Millis(buf),

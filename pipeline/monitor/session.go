@@ -49,7 +49,6 @@ type session struct {
 	stalls                                       int
 	ttft, tpot, ttfa                             time.Duration
 	hasTTFT, hasTPOT, hasTTFA                    bool
-	buffered                                     time.Duration
 	warnAt                                       time.Time
 	silence                                      time.Duration
 	series                                       series
@@ -65,7 +64,6 @@ type turnState struct {
 	bargeAt  time.Duration
 	barged   bool
 	draining bool
-	drainAt  time.Duration
 	outTok   int
 }
 
@@ -198,7 +196,6 @@ func (sess *session) chunk(m Message) error {
 	if n == 0 {
 		sess.ttft, sess.hasTTFT = at, true
 	}
-	sess.buffered = buf
 	sess.series.token(arrived, buf)
 	sess.mu.Unlock()
 	return nil
@@ -301,7 +298,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 			sess.mu.Unlock()
 			return
 		}
-		ts.draining, ts.drainAt = true, e.At
+		ts.draining = true
 		sess.series.drain(begin.Add(e.At))
 		sess.mu.Unlock()
 		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(e.At)).
