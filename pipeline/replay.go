@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -100,9 +99,9 @@ type ReplayOptions struct {
 	// OnFeed, when set, is called after each chunk is fed, with how late it
 	// was fed against its schedule.
 	OnFeed func(turn string, chunk int, late time.Duration)
-	// Spin, when positive, wakes Spin early for each step and yields the
-	// processor until its time, for sub-millisecond timing on a real clock
-	// (DefaultSpin); it must stay 0 on a ManualClock.
+	// Spin, when positive, waits on PreciseClock(Clock, Spin), for
+	// sub-millisecond timing on a real clock (DefaultSpin); leave it 0 when
+	// Clock is a PreciseClock already, and on a ManualClock.
 	Spin time.Duration
 }
 
@@ -133,16 +132,16 @@ func Replay(ctx context.Context, g *Guard, turns []*Turn, opts ReplayOptions) er
 	if err != nil {
 		return err
 	}
+	if opts.Spin > 0 {
+		clock = PreciseClock(clock, opts.Spin)
+	}
 	start := clock.Now()
 	wake := make(chan struct{}, 1)
-	var mu sync.Mutex
 	var timer Timer
 	defer func() {
-		mu.Lock()
 		if timer != nil {
 			timer.Stop()
 		}
-		mu.Unlock()
 	}()
 	for _, s := range steps {
 		for {
@@ -150,19 +149,12 @@ func Replay(ctx context.Context, g *Guard, turns []*Turn, opts ReplayOptions) er
 			if wait <= 0 {
 				break
 			}
-			if wait <= opts.Spin {
-				runtime.Gosched()
-				continue
-			}
-			wait -= opts.Spin
-			mu.Lock()
 			timer = clock.AfterFunc(wait, func() {
 				select {
 				case wake <- struct{}{}:
 				default:
 				}
 			})
-			mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

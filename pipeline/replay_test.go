@@ -160,7 +160,7 @@ func BenchmarkReplayLateness(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		err = pipeline.Replay(context.Background(), g, replayTurns(8, epoch), pipeline.ReplayOptions{Clock: clock, Spin: pipeline.DefaultSpin,
+		err = pipeline.Replay(context.Background(), g, replayTurns(8, epoch), pipeline.ReplayOptions{Clock: clock,
 			OnFeed: func(_ string, _ int, late time.Duration) {
 				mu.Lock()
 				feed = append(feed, pipeline.Millis(late))

@@ -126,6 +126,60 @@ func bindReportFlagsRenamed(fs *pflag.FlagSet, f *reportFlags, rename map[string
 	})
 }
 
+// recordings are the files capture and proxy record streams to as they
+// pass: -o the native trace, --sse the raw SSE capture.
+type recordings struct {
+	trace   *trace.Writer         // nil without -o
+	capture *openai.CaptureWriter // nil without --sse
+	files   []*os.File
+}
+
+// createRecordings creates the files named ("" for none), their headers
+// naming source. On an error, none is left open.
+func createRecordings(traceFile, sseFile, source string) (*recordings, error) {
+	r := &recordings{}
+	if traceFile != "" {
+		f, err := os.Create(traceFile)
+		if err != nil {
+			return nil, usagef("-o: %w", err)
+		}
+		r.files = append(r.files, f)
+		r.trace = trace.NewWriter(f, source)
+	}
+	if sseFile != "" {
+		f, err := os.Create(sseFile)
+		if err != nil {
+			r.close()
+			return nil, usagef("--sse: %w", err)
+		}
+		r.files = append(r.files, f)
+		r.capture = openai.NewCaptureWriter(f, source)
+	}
+	return r, nil
+}
+
+// traceWriter returns the trace for concurrent streams to record to, or
+// nil without -o.
+func (r *recordings) traceWriter() openai.TraceWriter {
+	if r.trace == nil {
+		return nil
+	}
+	return openai.SyncTrace(r.trace)
+}
+
+// close closes the files and returns the first error; closing again does
+// nothing.
+func (r *recordings) close() error {
+	var first error
+	for _, f := range r.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	r.files = nil
+	return first
+}
+
 // maxHeldTurns is how many finished turns capture holds back from the
 // speech model until the load is over.
 const maxHeldTurns = 4096
@@ -182,43 +236,20 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		s.abort()
 		return usagef("--api-key-env: the environment variable %s is not set", c.keyEnv)
 	}
-	client := &openai.Client{BaseURL: c.url, APIKey: key, IdleTimeout: c.idle}
-	var files []*os.File
-	closeFiles := func() error {
-		var first error
-		for _, f := range files {
-			if err := f.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
-		files = nil
-		return first
+	rec, err := createRecordings(c.traceFile, c.sseFile, "capture")
+	if err != nil {
+		s.abort()
+		return err
 	}
-	if c.traceFile != "" {
-		f, err := os.Create(c.traceFile)
-		if err != nil {
+	if rec.trace != nil {
+		// an interrupted run leaves a trace even before its first turn
+		if err := rec.trace.WriteHeader(); err != nil {
 			s.abort()
-			return usagef("-o: %w", err)
-		}
-		files = append(files, f)
-		w := trace.NewWriter(f, "capture")
-		if err := w.WriteHeader(); err != nil {
-			s.abort()
-			closeFiles()
+			rec.close()
 			return err
 		}
-		client.Trace = openai.SyncTrace(w)
 	}
-	if c.sseFile != "" {
-		f, err := os.Create(c.sseFile)
-		if err != nil {
-			s.abort()
-			closeFiles()
-			return usagef("--sse: %w", err)
-		}
-		files = append(files, f)
-		client.Capture = openai.NewCaptureWriter(f, "capture")
-	}
+	client := &openai.Client{BaseURL: c.url, APIKey: key, IdleTimeout: c.idle, Trace: rec.traceWriter(), Capture: rec.capture}
 
 	bar := c.progressBar(load)
 	var (
@@ -273,7 +304,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	for _, t := range held {
 		analyze(t)
 	}
-	if err := closeFiles(); err != nil && failure == nil {
+	if err := rec.close(); err != nil && failure == nil {
 		failure = err
 	}
 	if failure != nil {

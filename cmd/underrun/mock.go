@@ -84,20 +84,16 @@ func (c *mockCommand) loadTurns(ctx context.Context) ([]*pipeline.Turn, string, 
 	case c.traceArg != "" && c.scenario != "":
 		return nil, "", usagef("give --trace or --scenario, not both")
 	case c.traceArg != "":
-		var r io.Reader = c.env.stdin
-		label := "stdin"
-		if c.traceArg != "-" {
-			f, err := os.Open(c.traceArg)
-			if err != nil {
-				return nil, "", usagef("--trace: %w", err)
-			}
-			defer f.Close()
-			r, label = f, c.traceArg
-		}
-		dec, err := trace.Open(r, label, c.format)
+		in, err := openInput(c.env, c.traceArg)
 		if err != nil {
-			return nil, "", usageError{err}
+			return nil, "", usagef("--trace: %w", err)
 		}
+		defer in.Close()
+		dec, err := in.decoder(c.format)
+		if err != nil {
+			return nil, "", err
+		}
+		label := in.label
 		var turns []*pipeline.Turn
 		for {
 			t, err := dec.Next()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func init() { commands = append(commands, newProxyCommand) }
@@ -111,30 +109,13 @@ func (c *proxyCommand) run(ctx context.Context) error {
 		s.abort()
 		return usageError{err}
 	}
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	if c.traceFile != "" {
-		f, err := os.Create(c.traceFile)
-		if err != nil {
-			s.abort()
-			return usagef("-o: %w", err)
-		}
-		files = append(files, f)
-		p.Trace = openai.SyncTrace(trace.NewWriter(f, "proxy"))
+	rec, err := createRecordings(c.traceFile, c.sseFile, "proxy")
+	if err != nil {
+		s.abort()
+		return err
 	}
-	if c.sseFile != "" {
-		f, err := os.Create(c.sseFile)
-		if err != nil {
-			s.abort()
-			return usagef("--sse: %w", err)
-		}
-		files = append(files, f)
-		p.Capture = openai.NewCaptureWriter(f, "proxy")
-	}
+	defer rec.close()
+	p.Trace, p.Capture = rec.traceWriter(), rec.capture
 	p.Guard, p.Logger, p.SessionHeader = g, events, c.session
 	var mu sync.Mutex
 	var addErr error
@@ -168,12 +149,9 @@ func (c *proxyCommand) run(ctx context.Context) error {
 		}
 		return addErr
 	}
-	for _, f := range files {
-		if err := f.Close(); err != nil {
-			s.abort()
-			return err
-		}
+	if err := rec.close(); err != nil {
+		s.abort()
+		return err
 	}
-	files = nil
 	return s.finish()
 }

@@ -145,41 +145,44 @@ func (c *replayCommand) read(ctx context.Context, args []string) ([]*pipeline.Tu
 	}
 	var turns []*pipeline.Turn
 	for _, name := range args {
-		var r io.Reader = c.env.stdin
-		label := "stdin"
-		if name != "-" {
-			f, err := os.Open(name)
-			if err != nil {
-				return nil, usageError{err}
-			}
-			defer f.Close()
-			r, label = f, name
-		}
-		dec, err := trace.Open(r, label, c.format)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		for {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			t, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, usageError{err}
-			}
-			if err := t.Validate(); err != nil {
-				return nil, usageError{fmt.Errorf("%s: %w", label, err)}
-			}
-			turns = append(turns, t)
+		var err error
+		if turns, err = c.readFile(ctx, turns, name); err != nil {
+			return nil, err
 		}
 	}
 	if len(turns) == 0 {
 		return nil, usagef("replay: no turns in the input")
 	}
 	return turns, nil
+}
+
+// readFile appends the turns of one input to turns.
+func (c *replayCommand) readFile(ctx context.Context, turns []*pipeline.Turn, name string) ([]*pipeline.Turn, error) {
+	in, err := openInput(c.env, name)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	dec, err := in.decoder(c.format)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return turns, nil
+		}
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if err := t.Validate(); err != nil {
+			return nil, usageError{fmt.Errorf("%s: %w", in.label, err)}
+		}
+		turns = append(turns, t)
+	}
 }
 
 // replayRun is one replay: the guard's events go to the live output, the
@@ -227,7 +230,7 @@ func (r *replayRun) replay(ctx context.Context, turns []*pipeline.Turn) error {
 		return usageError{err}
 	}
 	r.start = r.clock.Now()
-	err = pipeline.Replay(ctx, g, turns, pipeline.ReplayOptions{Clock: r.clock, Spin: pipeline.DefaultSpin})
+	err = pipeline.Replay(ctx, g, turns, pipeline.ReplayOptions{Clock: r.clock})
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		g.Close()

@@ -202,7 +202,7 @@ func (m *Mock) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 			limit = *p
 		}
 	}
-	s := &mockStream{m: m, w: w, turn: t, chat: chat, model: m.model(req.Model), modelJSON: appendQuote(nil, m.model(req.Model)), start: arrived, limit: limit,
+	s := &mockStream{m: m, w: w, turn: t, chat: chat, modelJSON: appendQuote(nil, m.model(req.Model)), start: arrived, limit: limit,
 		id: strconv.FormatUint(m.serial.Add(1), 10), created: arrived.Unix(), prompt: promptTokens(req)}
 	if req.StreamOptions != nil {
 		s.usage, s.continuous = req.StreamOptions.IncludeUsage, req.StreamOptions.ContinuousUsageStats
@@ -239,8 +239,7 @@ type mockStream struct {
 	w          http.ResponseWriter
 	turn       *pipeline.Turn
 	chat       bool
-	model      string
-	modelJSON  []byte
+	modelJSON  []byte // the model's name, quoted
 	id         string
 	created    int64
 	start      time.Time
@@ -473,7 +472,9 @@ func (s *mockStream) whole(ctx context.Context) (int, error) {
 	}
 	s.buf = append(s.buf, `,"created":`...)
 	s.buf = strconv.AppendInt(s.buf, s.created, 10)
-	s.buf = append(s.buf, `,"model":`+quote(s.model)+`,"choices":[{"index":0,`...)
+	s.buf = append(s.buf, `,"model":`...)
+	s.buf = append(s.buf, s.modelJSON...)
+	s.buf = append(s.buf, `,"choices":[{"index":0,`...)
 	if s.chat {
 		s.buf = append(s.buf, `"message":{"role":"assistant","content":`+quote(text.String())...)
 		if reasoning.Len() > 0 {

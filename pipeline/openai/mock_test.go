@@ -246,7 +246,7 @@ func FuzzAppendQuote(f *testing.F) {
 }
 
 func BenchmarkMockDelta(b *testing.B) {
-	s := &mockStream{m: &Mock{}, chat: true, model: "m", modelJSON: appendQuote(nil, "m"), id: "1", created: 1}
+	s := &mockStream{m: &Mock{}, chat: true, modelJSON: appendQuote(nil, "m"), id: "1", created: 1}
 	b.ReportAllocs()
 	for b.Loop() {
 		s.delta("", " hello \"world\"", false, "", 1)

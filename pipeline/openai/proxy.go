@@ -111,7 +111,6 @@ type watch struct {
 	start     time.Time
 	s         *Stream
 	capture   *CaptureStream
-	method    string
 	begun     bool
 	guarded   bool
 	readErr   error
@@ -172,7 +171,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			wt.record(err)
 		}
 	}
-	wt.method = r.Method
 	wt.s.OnChunk = func(c pipeline.Chunk) {
 		if wt.guarded {
 			wt.record(p.Guard.Chunk(wt.id, c))
@@ -285,7 +283,7 @@ func (wt *watch) begin() {
 	}
 	if wt.p.Capture != nil {
 		var err error
-		wt.capture, err = wt.p.Capture.Begin(wt.id, wt.s.Turn.Session, wt.start, wt.method, wt.path, wt.model)
+		wt.capture, err = wt.p.Capture.Begin(wt.id, wt.s.Turn.Session, wt.start, http.MethodPost, wt.path, wt.model)
 		wt.record(err)
 	}
 }
