@@ -42,22 +42,13 @@ func LogTurn(log zerolog.Logger, t *Turn, p *Playout) {
 		}
 	}
 	if p != nil {
-		var glitches, interruptions int
-		var silence float64
-		for _, u := range p.Underruns {
-			silence += Millis(u.Duration)
-			if u.Class == Interruption {
-				interruptions++
-			} else {
-				glitches++
-			}
-		}
+		tally := TallyUnderruns(p.Underruns)
 		if at, ok := p.Started(); ok {
 			ev = ev.Float64("ttfa_ms", Millis(at))
 		}
 		ev = ev.Float64("speech_ms", Millis(p.Speech())).
-			Int("glitches", glitches).Int("interruptions", interruptions).
-			Float64("underrun_ms", silence).Float64("min_preroll_ms", Millis(p.MinPreroll))
+			Int("glitches", tally.Glitches).Int("interruptions", tally.Interruptions).
+			Float64("underrun_ms", Millis(tally.Silence)).Float64("min_preroll_ms", Millis(p.MinPreroll))
 	}
 	ev.Msg("turn")
 }

@@ -106,3 +106,23 @@ type SpeechChunk struct {
 	// the chunk included).
 	PlayStart, PlayEnd time.Duration
 }
+
+// Tally counts underruns by class, with the silence they add up to.
+type Tally struct {
+	Glitches, Interruptions int
+	Silence                 time.Duration
+}
+
+// TallyUnderruns tallies us.
+func TallyUnderruns(us []Underrun) Tally {
+	var t Tally
+	for _, u := range us {
+		t.Silence += u.Duration
+		if u.Class == Interruption {
+			t.Interruptions++
+		} else {
+			t.Glitches++
+		}
+	}
+	return t
+}

@@ -301,19 +301,10 @@ func (r *replayRun) event(e pipeline.Event) {
 		begin := now - e.Now
 		r.audio.Add(int64(math.Round((begin+e.Speech.PlayStart).Seconds()*rate)), samples)
 	case pipeline.EventTurn:
-		var silence float64
-		glitches, interruptions := 0, 0
-		for _, u := range e.Playout.Underruns {
-			silence += pipeline.Millis(u.Duration)
-			if u.Class == pipeline.Interruption {
-				interruptions++
-			} else {
-				glitches++
-			}
-		}
+		tally := pipeline.TallyUnderruns(e.Playout.Underruns)
 		line("turn ended (%s): %d %s, %d %s, %.0f ms of silence",
-			e.Record.Status, interruptions, replayNoun(interruptions, "interruption", "interruptions"),
-			glitches, replayNoun(glitches, "glitch", "glitches"), silence)
+			e.Record.Status, tally.Interruptions, replayNoun(tally.Interruptions, "interruption", "interruptions"),
+			tally.Glitches, replayNoun(tally.Glitches, "glitch", "glitches"), pipeline.Millis(tally.Silence))
 		// the event log has its live events already: report and sinks only
 		r.session.report.Add(e.Record, e.Playout)
 		for _, sink := range r.session.sinks {

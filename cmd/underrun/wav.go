@@ -165,16 +165,9 @@ func (s *wavSink) Close() error {
 	if err != nil {
 		return fmt.Errorf("--wav %s: %w", s.flags.path, err)
 	}
-	var silence float64
-	interruptions := 0
-	for _, u := range s.gaps {
-		silence += pipeline.Millis(u.Duration)
-		if u.Class == pipeline.Interruption {
-			interruptions++
-		}
-	}
+	tally := pipeline.TallyUnderruns(s.gaps)
 	fmt.Fprintf(s.env.stderr, "underrun: wrote %s: turn %q, %.2f s at %d Hz, %d underruns (%d interruptions, %.0f ms of silence), spoken by %s\n",
-		s.flags.path, s.turn, s.audio.Duration().Seconds(), s.audio.Rate, len(s.gaps), interruptions, silence, s.engine.Name())
+		s.flags.path, s.turn, s.audio.Duration().Seconds(), s.audio.Rate, len(s.gaps), tally.Interruptions, pipeline.Millis(tally.Silence), s.engine.Name())
 	if !s.engine.Speech() {
 		fmt.Fprintf(s.env.stderr, "underrun: note: no speech engine was used, so the WAV carries a voice-like signal with the voice model's timing, NOT speech (install espeak-ng for real speech)\n")
 	}
