@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -549,7 +550,7 @@ func (ld *loader) empirical(name string) (sim.Empirical, error) {
 	if err != nil {
 		return e, err
 	}
-	dec, err := trace.Open(strings.NewReader(string(data)), name, "auto")
+	dec, err := trace.Open(bytes.NewReader(data), name, "auto")
 	if err != nil {
 		return e, err
 	}

@@ -185,23 +185,18 @@ func (c *plotCommand) write(format, title string, r *pipeline.Report, col *plot.
 }
 
 func (c *plotCommand) readTrace(cmd *cobra.Command, name string, add func(*pipeline.Turn) error) error {
-	var r io.Reader = c.env.stdin
-	label := "stdin"
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				names := slices.DeleteFunc(scenarios.Names(), func(n string) bool { return n == "default" })
-				return usagef("%s: no such file or built-in scenario (scenarios: default, %s)", name, strings.Join(names, ", "))
-			}
-			return usageError{err}
-		}
-		defer f.Close()
-		r, label = f, name
-	}
-	dec, err := trace.Open(r, label, c.format)
+	in, err := openInput(c.env, name)
 	if err != nil {
-		return usageError{err}
+		if errors.Is(err, os.ErrNotExist) {
+			names := slices.DeleteFunc(scenarios.Names(), func(n string) bool { return n == "default" })
+			return usagef("%s: no such file or built-in scenario (scenarios: default, %s)", name, strings.Join(names, ", "))
+		}
+		return err
+	}
+	defer in.Close()
+	dec, err := in.decoder(c.format)
+	if err != nil {
+		return err
 	}
 	for {
 		if err := cmd.Context().Err(); err != nil {
@@ -215,7 +210,7 @@ func (c *plotCommand) readTrace(cmd *cobra.Command, name string, add func(*pipel
 			return usageError{err}
 		}
 		if err := add(t); err != nil {
-			return usageError{fmt.Errorf("%s: %w", label, err)}
+			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
 	}
 }

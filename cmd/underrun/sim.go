@@ -126,7 +126,6 @@ func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario,
 		flag  string
 		apply func()
 	}{
-		{"voice", func() { cfg.Voice = flagCfg.Voice }},
 		// a voice profile first, so that explicit flags below win over it
 		{"voice", func() { cfg.Voice, cfg.Synth = flagCfg.Voice, flagCfg.Synth }},
 		{"chunking", func() { cfg.Policy = flagCfg.Policy }},
