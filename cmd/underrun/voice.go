@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -99,9 +99,9 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 	fmt.Fprintf(w, "calibrated %s on %d texts (%.1f s of speech):\n", p.Engine, p.Fit.Texts, p.Fit.Seconds)
 	fmt.Fprintf(w, "  rate            %7.1f words per minute (pauses excluded)\n", p.Voice.WPM)
 	fmt.Fprintf(w, "  word onset      %7.2f of a word's time\n", p.Voice.WordOnset)
-	fmt.Fprintf(w, "  comma pause     %7.0f ms\n", ms(p.Voice.CommaPause))
-	fmt.Fprintf(w, "  sentence pause  %7.0f ms\n", ms(p.Voice.SentencePause))
-	fmt.Fprintf(w, "  first audio     %7.1f ms per synthesis\n", ms(p.Synth.TTFA))
+	fmt.Fprintf(w, "  comma pause     %7.0f ms\n", pipeline.Millis(p.Voice.CommaPause))
+	fmt.Fprintf(w, "  sentence pause  %7.0f ms\n", pipeline.Millis(p.Voice.SentencePause))
+	fmt.Fprintf(w, "  first audio     %7.1f ms per synthesis\n", pipeline.Millis(p.Synth.TTFA))
 	fmt.Fprintf(w, "  real-time factor %6.4f\n", p.Synth.RTF)
 	fmt.Fprintf(w, "  fit error       %6.1f%% mean, %.1f%% worst text\n", 100*p.Fit.MeanError, 100*p.Fit.MaxError)
 	if c.out == "" {
@@ -121,5 +121,3 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 	fmt.Fprintf(w, "wrote %s; use it with --voice %s\n", c.out, c.out)
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
