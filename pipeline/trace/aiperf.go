@@ -282,10 +282,7 @@ func (d *AIPerfReader) errorValue() error {
 
 func (d *AIPerfReader) metric(m *metricValue) error {
 	s := d.s
-	if isNull, err := s.null(); isNull || err != nil {
-		return err
-	}
-	return s.object(func(k string) error {
+	return s.object(func(k string) error { // null reads as no metric
 		switch k {
 		case "value":
 			c, err := s.peek()

@@ -755,17 +755,7 @@ func (s *scanner) numbers(dst []float64) ([]float64, error) {
 	}
 	for i := 0; ; i++ {
 		// the common case: a separator and a number within the buffer
-		j := s.i
-		for j < s.n && s.b[j] == ' ' {
-			j++
-		}
-		if i > 0 && j < s.n && s.b[j] == ',' {
-			j++
-			for j < s.n && s.b[j] == ' ' {
-				j++
-			}
-		}
-		if j < s.n && (isDigit(s.b[j]) || s.b[j] == '-') && (i == 0 || sawComma(s.b[s.i:j])) {
+		if j, ok := s.numberAhead(i); ok {
 			// float gives the same number for a decimal with its trailing
 			// zeros or without (when it takes it at all); zero is +0
 			if d, n, ok := parseDecimalRaw(s.b[j:s.n]); ok && j+n < s.n {
@@ -801,14 +791,19 @@ func (s *scanner) numbers(dst []float64) ([]float64, error) {
 	}
 }
 
-// sawComma reports whether the separator b holds a comma.
-func sawComma(b []byte) bool {
-	for _, c := range b {
-		if c == ',' {
-			return true
+// numberAhead reports whether element i of an array being read is a
+// number starting at j within the buffer, past spaces and (for i > 0) one
+// comma: the common case, read in place without more. It is inlined.
+func (s *scanner) numberAhead(i int) (j int, ok bool) {
+	comma := i == 0 // no comma before the first element
+	for j = s.i; j < s.n; j++ {
+		if c := s.b[j]; c == ',' && !comma {
+			comma = true
+		} else if c != ' ' {
+			return j, comma && (isDigit(c) || c == '-')
 		}
 	}
-	return false
+	return j, false
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -1223,17 +1218,7 @@ func (s *scanner) scaledNumbers(dst []int64, keys []decimal, shift int) ([]int64
 	}
 	for i := 0; ; i++ {
 		// the common case: a separator and a plain number in the buffer
-		j := s.i
-		for j < s.n && s.b[j] == ' ' {
-			j++
-		}
-		if i > 0 && j < s.n && s.b[j] == ',' {
-			j++
-			for j < s.n && s.b[j] == ' ' {
-				j++
-			}
-		}
-		if j < s.n && (isDigit(s.b[j]) || s.b[j] == '-') && (i == 0 || sawComma(s.b[s.i:j])) {
+		if j, ok := s.numberAhead(i); ok {
 			if d, n, ok := parseDecimalPrefix(s.b[j:s.n]); ok && j+n < s.n {
 				if v, ok := d.scaled(shift); ok {
 					s.i = j + n
