@@ -1,12 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
 )
@@ -99,30 +98,22 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) e
 	if td != nil {
 		parity = trace.NewParity(td.Tool())
 	}
-	for {
-		if err := cmd.Context().Err(); err != nil {
-			return err
-		}
-		t, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			if parity != nil {
-				for _, f := range parity.Figures(td.ToolSummaries()) {
-					f.File = in.label
-					s.report.Tools = append(s.report.Tools, f)
-				}
-			}
-			return nil
-		}
-		if err != nil {
-			return usageError{err}
-		}
+	err = in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if parity != nil {
 			parity.Add(td.Run(), t)
 		}
 		if err := s.add(t); err != nil {
 			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
+		return nil
+	})
+	if err == nil && parity != nil {
+		for _, f := range parity.Figures(td.ToolSummaries()) {
+			f.File = in.label
+			s.report.Tools = append(s.report.Tools, f)
+		}
 	}
+	return err
 }
 
 // runDefault analyzes the built-in default turn.

@@ -198,21 +198,12 @@ func (c *plotCommand) readTrace(cmd *cobra.Command, name string, add func(*pipel
 	if err != nil {
 		return err
 	}
-	for {
-		if err := cmd.Context().Err(); err != nil {
-			return err
-		}
-		t, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return usageError{err}
-		}
+	return in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if err := add(t); err != nil {
 			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
-	}
+		return nil
+	})
 }
 
 // runSweep draws a sweep read from a JSON file.
