@@ -140,9 +140,9 @@ func (c *Cache) Duration(text string) (time.Duration, error) {
 	return a.Duration(), nil
 }
 
-// Fit resamples a to exactly n samples at rate (linear interpolation): the
+// Fit resamples a to exactly n samples (linear interpolation): the
 // audio of a speech chunk laid into the slot the player gave it.
-func Fit(a Audio, n, rate int) []float32 {
+func Fit(a Audio, n int) []float32 {
 	out := make([]float32, max(0, n))
 	if n <= 0 || len(a.Samples) == 0 {
 		return out

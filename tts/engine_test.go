@@ -115,7 +115,7 @@ func TestAudioDurationAndFit(t *testing.T) {
 		{0, []float32{}},
 	}
 	for _, tc := range cases {
-		got := Fit(ramp, tc.n, 4)
+		got := Fit(ramp, tc.n)
 		if len(got) != len(tc.want) {
 			t.Fatalf("Fit to %d: %d samples", tc.n, len(got))
 		}
@@ -126,7 +126,7 @@ func TestAudioDurationAndFit(t *testing.T) {
 			}
 		}
 	}
-	if got := Fit(Audio{}, 5, 4); len(got) != 5 || got[0] != 0 {
+	if got := Fit(Audio{}, 5); len(got) != 5 || got[0] != 0 {
 		t.Errorf("Fit of nothing: %v", got)
 	}
 }

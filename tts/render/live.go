@@ -132,7 +132,7 @@ func Speech(ctx context.Context, cfg pipeline.Config, engine tts.Engine, c pipel
 		if err != nil {
 			return nil, err
 		}
-		speech = tts.Fit(a, int(max(0, speechN)), rate)
+		speech = tts.Fit(a, int(max(0, speechN)))
 	case ok || engine == nil:
 		if !ok {
 			var err error
@@ -146,7 +146,7 @@ func Speech(ctx context.Context, cfg pipeline.Config, engine tts.Engine, c pipel
 		if err != nil {
 			return nil, err
 		}
-		speech = tts.Fit(a, int(max(0, speechN)), rate)
+		speech = tts.Fit(a, int(max(0, speechN)))
 	}
 	k := 0
 	at := int64(0)

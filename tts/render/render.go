@@ -98,13 +98,13 @@ func Turn(ctx context.Context, t *pipeline.Turn, p *pipeline.Playout, opts Optio
 			if err != nil {
 				return out, err
 			}
-			speech = tts.Fit(a, n, rate)
+			speech = tts.Fit(a, n)
 		default:
 			a, err := engine.Synthesize(ctx, text)
 			if err != nil {
 				return out, err
 			}
-			speech = tts.Fit(a, n, rate)
+			speech = tts.Fit(a, n)
 		}
 		k := 0
 		for _, s := range slots {
