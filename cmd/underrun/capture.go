@@ -22,8 +22,13 @@ func init() { commands = append(commands, newCaptureCommand) }
 
 const captureLong = `Drive an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama, a
 hosted API) with streaming requests, record every chunk the moment its bytes
-are read (monotonic clock), and report what a voice assistant on that server
+arrived (monotonic clock), and report what a voice assistant on that server
 would sound like: the same report as analyze, over the captured turns.
+
+On Linux, a chunk's arrival is the kernel's receive stamp of its bytes
+(SO_TIMESTAMPNS), so a busy measuring machine, slow to get round to a read,
+does not add its own delay to the ITLs it records; --clock read times each
+read when it returns instead (the only clock elsewhere, and for HTTP/2).
 
 Requests go to /v1/chat/completions (or /v1/completions with --api
 completions) with "stream": true and "stream_options": {"include_usage":
@@ -75,6 +80,7 @@ type captureCommand struct {
 	session     string
 	seed        uint64
 	progress    string
+	clock       string
 }
 
 func newCaptureCommand(e *env) *cobra.Command {
@@ -105,6 +111,7 @@ func newCaptureCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.session, "session", "", "session name recorded with every turn")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Poisson arrivals")
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
+	fs.StringVar(&c.clock, "clock", "kernel", "when a chunk arrived: kernel (the kernel's receive stamp, where the system has one) or read (when the read returned)")
 	c.engine.bind(fs)
 	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
 	return c.cmd
@@ -201,6 +208,9 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if c.progress != "auto" && c.progress != "always" && c.progress != "never" {
 		return usagef("--progress: want auto, always or never, got %q", c.progress)
 	}
+	if c.clock != "kernel" && c.clock != "read" {
+		return usagef("--clock: want kernel or read, got %q", c.clock)
+	}
 	if c.maxTokens < 0 {
 		return usagef("--max-tokens must not be negative, got %d", c.maxTokens)
 	}
@@ -249,7 +259,8 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	client := &openai.Client{BaseURL: c.url, APIKey: key, IdleTimeout: c.idle, Trace: rec.traceWriter(), Capture: rec.capture}
+	client := &openai.Client{BaseURL: c.url, APIKey: key, IdleTimeout: c.idle, Trace: rec.traceWriter(), Capture: rec.capture,
+		ReadClock: c.clock == "read"}
 
 	bar := c.progressBar(load)
 	var (

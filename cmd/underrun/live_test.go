@@ -280,6 +280,7 @@ func TestLiveCommandsUsage(t *testing.T) {
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--rate", "-1"}, "rate"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--prompts", "/nonexistent"}, "--prompts"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--report", "yaml"}, "--report"},
+		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--clock", "tsc"}, "--clock"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--report", "yaml"}, "--report"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--warn-tolerance", "-1s"}, "--warn-tolerance"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--api-key-env", "UNDERRUN_SURELY_UNSET_VAR"}, "not set"},

@@ -9,12 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 
 // API names one of the two streaming endpoints.
@@ -192,6 +194,13 @@ type Client struct {
 	// IdleTimeout, when positive, ends a stream that sends nothing (not
 	// even a keep-alive) for this long, as an error.
 	IdleTimeout time.Duration
+	// ReadClock times every read by the moment it returned. Otherwise a
+	// read of an HTTP/1 response over a connection NewHTTPClient made is
+	// timed by the kernel's receive stamp of its newest bytes (package
+	// rxstamp), which a busy machine's scheduling does not delay; reads
+	// without a stamp (HTTP/2, another client's connections, other
+	// systems) keep the read time either way.
+	ReadClock bool
 
 	once        sync.Once
 	defaultHTTP *http.Client
@@ -200,11 +209,22 @@ type Client struct {
 // NewHTTPClient returns an HTTP client fit for many concurrent streams to
 // one server: connections kept for reuse, no transparent compression (it
 // would change when bytes are seen), no overall timeout (streams are
-// bounded by their context).
+// bounded by their context), and TCP connections that carry the kernel's
+// receive time of what they read (see Client.ReadClock).
 func NewHTTPClient() *http.Client {
-	tr := &http.Transport{
+	return &http.Client{Transport: newTransport(true)}
+}
+
+// newTransport returns NewHTTPClient's transport, with kernel receive
+// stamps or without.
+func newTransport(stamped bool) *http.Transport {
+	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if stamped {
+		dial = rxstamp.Dialer(dial)
+	}
+	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dial,
 		MaxIdleConns:          4096,
 		MaxIdleConnsPerHost:   4096,
 		IdleConnTimeout:       90 * time.Second,
@@ -213,7 +233,6 @@ func NewHTTPClient() *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &http.Client{Transport: tr}
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -273,10 +292,30 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 		defer idle.Stop()
 	}
 	hc := c.httpClient()
+	var conn net.Conn // the connection the response came on
+	if !c.ReadClock {
+		hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { conn = info.Conn },
+		}))
+	}
 
 	start := time.Now()
 	resp, err := hc.Do(hreq)
-	at := time.Since(start)
+	if err == nil && resp.ProtoMajor != 1 {
+		conn = nil // HTTP/2: one connection's stamps are many streams'
+	}
+	// arrival is when the bytes just read arrived: the kernel's stamp
+	// where there is one, the read's return otherwise
+	arrival := func() time.Duration {
+		now := time.Since(start)
+		if conn != nil {
+			if t, ok := rxstamp.Stamp(conn); ok {
+				return min(max(t.Sub(start), 0), now)
+			}
+		}
+		return now
+	}
+	at := arrival()
 
 	// the turn's records are written once the request is out, so that
 	// writing them adds nothing to the TTFT
@@ -312,7 +351,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 		buf := *bp
 		for {
 			n, err := resp.Body.Read(buf)
-			at = time.Since(start)
+			at = max(arrival(), at)
 			if n > 0 {
 				if idle != nil {
 					idle.Reset(c.IdleTimeout)

@@ -64,7 +64,8 @@ var _ http.Handler = (*Proxy)(nil)
 
 // NewProxy returns a Proxy forwarding to the server at upstream (its root:
 // "http://127.0.0.1:8000"; a path prefix is kept in front of each request's
-// path) through transport (nil: a transport like NewHTTPClient's).
+// path) through transport (nil: a transport like NewHTTPClient's, less
+// the receive stamps: the proxy times a chunk when it passes it on).
 func NewProxy(upstream string, transport http.RoundTripper) (*Proxy, error) {
 	u, err := url.Parse(upstream)
 	if err != nil {
@@ -76,7 +77,7 @@ func NewProxy(upstream string, transport http.RoundTripper) (*Proxy, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.Path = strings.TrimSuffix(u.Path, "/v1")
 	if transport == nil {
-		transport = NewHTTPClient().Transport
+		transport = newTransport(false)
 	}
 	p := &Proxy{upstream: u}
 	p.rp = &httputil.ReverseProxy{
