@@ -336,7 +336,11 @@ websocket sessions stream turns at --rate chunks per second each; every turn
 stalls once (--stall after --stall-after chunks), which drains the buffer of a
 monitor running the load's speech model (each token 50 ms of audio, token
 chunking, no synthesizer latency), so every turn raises at least one
-underrun_started event. The run reports messages sent and lost, the delay from
+underrun_started event. The sessions' turns are spread over the turn cycle,
+as in a fleet of independent conversations; --aligned keeps them in step, so
+that every buffer drains in the same few milliseconds, as when the model
+server hiccups for the whole fleet (the burst case). The run reports messages
+sent and lost, the delay from
 the moment each buffer drained to the arrival of its event at an /events
 subscriber (p50, p99, max), and the CPU used by the load and by the target.
 
@@ -353,6 +357,7 @@ could not be started.`
 
 const monitorLoadExample = `  underrun monitor load                                   # 2,000 sessions x 25 chunks/s for 10 s
   underrun monitor load --sessions 500 --duration 5s
+  underrun monitor load --aligned --no-echo                # every session stalls at once
   underrun monitor load --to http://127.0.0.1:8765 --sessions 100`
 
 func newMonitorLoadCommand(e *env) *cobra.Command {
@@ -380,6 +385,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.IntVar(&opts.TurnChunks, "turn-chunks", monitor.DefaultTurnChunks, "chunks per turn")
 	fs.IntVar(&opts.StallAfter, "stall-after", monitor.DefaultStallAfter, "chunks before each turn's stall")
 	fs.DurationVar(&opts.Stall, "stall", monitor.DefaultStall, "length of each turn's stall (0: none)")
+	fs.BoolVar(&opts.Aligned, "aligned", false, "keep every session's turns in step: all buffers drain at once")
 	fs.BoolVar(&noEcho, "no-echo", false, "skip the echo-server ceiling")
 	fs.BoolVar(&inProcess, "in-process", false, "run the echo server and the monitor inside this process")
 	return cmd
@@ -565,8 +571,8 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 	}
 	fmt.Fprintf(w, "load: %d sessions x %g chunks/s for %v (%.0f messages/s while streaming), loopback, %d CPUs, %s\n",
 		opts.Sessions, opts.Rate, opts.Duration, float64(opts.Sessions)*opts.Rate, numCPU(), mode)
-	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %9s %9s\n",
-		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "sent-p99", "load-CPU", "target-CPU")
+	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s\n",
+		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU")
 	lost := false
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 	row := func(name string, r monitor.LoadResult) {
@@ -574,16 +580,17 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 		if r.Received < 0 {
 			recv, lostS = "?", "?"
 		}
-		p50, p99, pmax, raise := "-", "-", "-", "-"
+		p50, p99, pmax, fire, raise, read := "-", "-", "-", "-", "-", "-"
 		if r.Drains > 0 {
-			p50, p99, pmax, raise = ms(r.DrainLatency.P50), ms(r.DrainLatency.P99), ms(r.DrainLatency.Max), ms(r.SentLatency.P99)
+			p50, p99, pmax = ms(r.DrainLatency.P50), ms(r.DrainLatency.P99), ms(r.DrainLatency.Max)
+			fire, raise, read = ms(r.FireLatency.P99), ms(r.SentLatency.P99), ms(r.ReadLatency.P99)
 		}
 		tcpu := "-"
 		if r.TargetCPU > 0 {
 			tcpu = fmt.Sprintf("%.0f%%", r.TargetCores*100)
 		}
-		fmt.Fprintf(w, "%-8s %9d %9s %6s %9.0f %9s %7d %10s %10s %10s %10s %8.0f%% %9s\n",
-			name, r.Sent, recv, lostS, r.Rate, ms(r.SendLagP99), r.Drains, p50, p99, pmax, raise, r.Cores*100, tcpu)
+		fmt.Fprintf(w, "%-8s %9d %9s %6s %9.0f %9s %7d %10s %10s %10s %10s %10s %10s %8.0f%% %9s\n",
+			name, r.Sent, recv, lostS, r.Rate, ms(r.SendLagP99), r.Drains, p50, p99, pmax, fire, raise, read, r.Cores*100, tcpu)
 		if r.Lost > 0 {
 			lost = true
 		}
@@ -655,9 +662,12 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 		}
 	}
 	fmt.Fprintln(w, "msgs/s: sent over the streaming time (stalls and turn ends included); send-lag: p99 lateness of the senders;\n"+
-		"drain-*: from the moment a buffer drained to its underrun_started event at an /events subscriber here; sent-p99:\n"+
-		"the part inside the monitor, from the drain to the event queued for subscribers; load-CPU: this process (the\n"+
-		"clients, and in-process targets); target-CPU: the target's own process; 100% = one core")
+		"drain-*: from the moment a buffer drained to the arrival of its underrun_started event at an /events subscriber\n"+
+		"here (the kernel's receive stamp of its bytes, where the system gives one); fire-p99: how late the monitor's\n"+
+		"drain timer fired; sent-p99: the part inside the monitor, from the drain to the event queued for\n"+
+		"subscribers; read-p99: from the drain to when the subscriber\n"+
+		"read the event (adds this process's own scheduling); load-CPU: this process (the clients, and in-process\n"+
+		"targets); target-CPU: the target's own process; 100% = one core")
 	if lost {
 		return errFail
 	}

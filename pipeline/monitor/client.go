@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 
 // IngestURL returns the ingest websocket address of a monitor for session
@@ -55,11 +57,22 @@ func endpoint(base, path, key, value string) (string, error) {
 
 // dial opens a websocket with an optional bearer token.
 func dial(ctx context.Context, addr, token string) (*websocket.Conn, error) {
+	return dialWith(ctx, websocket.Dialer{HandshakeTimeout: 10 * time.Second}, addr, token)
+}
+
+// dialStamped is dial for a connection whose reads carry the kernel's
+// receive time (rxstamp.Stamp of its NetConn).
+func dialStamped(ctx context.Context, addr, token string) (*websocket.Conn, error) {
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second,
+		NetDialContext: rxstamp.Dialer((&net.Dialer{}).DialContext)}
+	return dialWith(ctx, d, addr, token)
+}
+
+func dialWith(ctx context.Context, d websocket.Dialer, addr, token string) (*websocket.Conn, error) {
 	h := http.Header{}
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	c, resp, err := d.DialContext(ctx, addr, h)
 	if err != nil {
 		if resp != nil {

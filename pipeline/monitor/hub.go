@@ -1,6 +1,9 @@
 package monitor
 
 import (
+	"bufio"
+	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,14 +53,29 @@ func (h *hub) add(s *subscriber, writeTimeout time.Duration) bool {
 	return true
 }
 
+// maxBatch is the most bytes of queued messages a subscriber's writer
+// sends in one write.
+const maxBatch = 64 << 10
+
 // write sends the queue to the websocket until the queue is closed or a
-// write fails.
+// write fails. Messages queued while one is written go out together, in
+// one write to the socket (see batchConn): a burst of events, as when a
+// whole fleet stalls at once, costs one system call, not one each.
 func (s *subscriber) write(timeout time.Duration) {
 	defer close(s.done)
 	defer s.conn.Close()
+	bc, _ := s.conn.NetConn().(*batchConn)
 	for msg := range s.q {
 		s.conn.SetWriteDeadline(time.Now().Add(timeout))
-		if err := s.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+		bc.hold()
+		err := s.conn.WriteMessage(websocket.TextMessage, msg)
+		for err == nil && len(s.q) > 0 && bc.held() < maxBatch {
+			err = s.conn.WriteMessage(websocket.TextMessage, <-s.q)
+		}
+		if ferr := bc.flush(); err == nil {
+			err = ferr
+		}
+		if err != nil {
 			// the reader sees the closed connection and removes s
 			s.conn.Close()
 			for range s.q {
@@ -70,6 +88,82 @@ func (s *subscriber) write(timeout time.Duration) {
 		reason, code = "too slow: queue full", websocket.CloseTryAgainLater
 	}
 	s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(timeout))
+}
+
+// batchConn is a subscriber's connection: between hold and flush, what
+// is written to it collects in memory and goes out in one write. The nil
+// *batchConn does nothing (every write goes straight out).
+type batchConn struct {
+	net.Conn
+	mu      sync.Mutex // orders every write, held or not
+	holding bool
+	buf     []byte
+}
+
+// batchHijacker hands the websocket upgrader a batchConn.
+type batchHijacker struct{ http.ResponseWriter }
+
+// Hijack takes over the connection, wrapped in a batchConn.
+func (h batchHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := h.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, http.ErrNotSupported
+	}
+	c, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &batchConn{Conn: c}, brw, nil
+}
+
+// Write writes p, or keeps it for flush while holding.
+func (c *batchConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holding {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// hold starts collecting writes.
+func (c *batchConn) hold() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// held returns how many bytes are collected.
+func (c *batchConn) held() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.buf)
+}
+
+// flush writes what was collected, in one write, and stops collecting.
+func (c *batchConn) flush() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) > 4*maxBatch { // a rare huge message: let it go
+		c.buf = nil
+	}
+	c.buf = c.buf[:0]
+	return err
 }
 
 // publish queues msg for every subscriber, and for the pages that chart

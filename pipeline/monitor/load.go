@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -76,6 +77,13 @@ type LoadOptions struct {
 	TargetCPU func() time.Duration
 	// DialParallel is how many connections are opened at once (default 32).
 	DialParallel int
+	// Aligned starts every session's turns in step, so that every buffer
+	// drains in the same few milliseconds, as when the model server
+	// hiccups for the whole fleet. Otherwise the sessions' first turns
+	// have lengths spread over 1..TurnChunks chunks, after which their
+	// turns (and stalls) are spread over the turn cycle, as in a fleet of
+	// independent conversations.
+	Aligned bool
 }
 
 // LoadResult is what a Load run measured.
@@ -94,9 +102,17 @@ type LoadResult struct {
 	// the 99th percentile: the load generator's own overload.
 	SendLagP99 time.Duration
 	// Drains is how many underrun_started events came; DrainLatency their
-	// delay from the moment the buffer drained to their arrival here.
+	// delay from the moment the buffer drained to their arrival here: the
+	// kernel's receive stamp of their bytes where the system gives one
+	// (package rxstamp), so that this process's own scheduling is not
+	// counted; ReadLatency the same delay to the moment they were read.
 	Drains       int
 	DrainLatency Latency
+	ReadLatency  Latency
+	// FireLatency is how late the monitor's drain timer fired (the event's
+	// late_ms): the part of SentLatency spent waiting for the runtime and
+	// the CPU rather than working.
+	FireLatency Latency
 	// SentLatency is the part of DrainLatency spent in the monitor: from
 	// the drain to the event's sent_unix_ns (the rest is the websocket
 	// and the subscriber's own scheduling).
@@ -150,7 +166,9 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	var (
 		latMu     sync.Mutex
 		lats      []float64
+		readLats  []float64
 		sentLats  []float64
+		fireLats  []float64
 		evDone    = make(chan struct{})
 		evConn    *websocket.Conn
 		evDropped atomic.Bool
@@ -160,15 +178,16 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		if err != nil {
 			return res, err
 		}
-		if evConn, err = dial(ctx, addr, opts.Token); err != nil {
+		if evConn, err = dialStamped(ctx, addr, opts.Token); err != nil {
 			return res, err
 		}
 		go func() {
 			defer close(evDone)
 			var e struct {
-				Type   string `json:"type"`
-				UnixNs int64  `json:"unix_ns"`
-				SentNs int64  `json:"sent_unix_ns"`
+				Type   string  `json:"type"`
+				UnixNs int64   `json:"unix_ns"`
+				SentNs int64   `json:"sent_unix_ns"`
+				LateMs float64 `json:"late_ms"`
 			}
 			for {
 				_, data, err := evConn.ReadMessage()
@@ -179,13 +198,19 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 					}
 					return
 				}
-				now := time.Now().UnixNano()
-				e.Type, e.SentNs = "", 0
+				read := time.Now().UnixNano()
+				arrived := read
+				if t, ok := rxstamp.Stamp(evConn.NetConn()); ok {
+					arrived = min(t.UnixNano(), read)
+				}
+				e.Type, e.SentNs, e.LateMs = "", 0, 0
 				if json.Unmarshal(data, &e) != nil || e.Type != string(pipeline.EventDrain) {
 					continue
 				}
 				latMu.Lock()
-				lats = append(lats, float64(now-e.UnixNs)/1e6)
+				lats = append(lats, float64(arrived-e.UnixNs)/1e6)
+				readLats = append(readLats, float64(read-e.UnixNs)/1e6)
+				fireLats = append(fireLats, e.LateMs)
 				sentLats = append(sentLats, float64(e.SentNs-e.UnixNs)/1e6)
 				latMu.Unlock()
 			}
@@ -265,8 +290,12 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	plans := make([]sendPlan, workers)
 	for i, c := range conns {
 		// spread the sessions over one interval
-		plans[i%workers] = append(plans[i%workers], &loadSession{c: c, i: i, k: -1,
-			next: start.Add(time.Duration(i) * interval / time.Duration(opts.Sessions))})
+		ls := &loadSession{c: c, i: i, k: -1, first: opts.TurnChunks,
+			next: start.Add(time.Duration(i) * interval / time.Duration(opts.Sessions))}
+		if !opts.Aligned {
+			ls.first = 1 + i*opts.TurnChunks/opts.Sessions
+		}
+		plans[i%workers] = append(plans[i%workers], ls)
 	}
 	lagAll := make([][]float64, workers)
 	var wg sync.WaitGroup
@@ -363,6 +392,8 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	latMu.Lock()
 	res.Drains = len(lats)
 	res.DrainLatency = summarizeLatency(lats)
+	res.ReadLatency = summarizeLatency(readLats)
+	res.FireLatency = summarizeLatency(fireLats)
 	res.SentLatency = summarizeLatency(sentLats)
 	latMu.Unlock()
 	if p := sendErr.Load(); p != nil {
@@ -472,13 +503,19 @@ type loadSession struct {
 	next time.Time // when its next message is due
 	turn int
 	k    int // -1: turn_start is next; 0..TurnChunks-1: that chunk; TurnChunks: turn_end
+	// first is the length of the first turn, in chunks
+	first int
 }
 
 // advance schedules the message after the one just sent; false when the
 // session is done.
 func (s *loadSession) advance(opts LoadOptions, interval time.Duration, stop time.Time) bool {
+	n := opts.TurnChunks
+	if s.turn == 0 {
+		n = s.first
+	}
 	chunk := func(j int) {
-		if j < opts.TurnChunks && s.next.Before(stop) {
+		if j < n && s.next.Before(stop) {
 			s.next = s.next.Add(interval)
 			if j == opts.StallAfter && opts.Stall > 0 {
 				s.next = s.next.Add(opts.Stall)

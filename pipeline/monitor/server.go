@@ -462,7 +462,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
-	conn, err := s.up.Upgrade(w, r, nil)
+	conn, err := s.up.Upgrade(batchHijacker{w}, r, nil)
 	if err != nil {
 		return
 	}
