@@ -10,8 +10,18 @@ import (
 	"time"
 )
 
-// pair returns a stamping client connection and the server's end.
+// pair returns a stamping client connection, whose reads are stamped
+// already, and the server's end.
 func pair(t *testing.T) (*Conn, net.Conn) {
+	t.Helper()
+	c, srv := connect(t)
+	warmUp(t, c, srv)
+	return c, srv
+}
+
+// connect returns a stamping client connection, not read yet, and the
+// server's end.
+func connect(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
 	if !Supported() {
 		t.Skip("this system gives no kernel receive stamps")
@@ -43,7 +53,6 @@ func pair(t *testing.T) (*Conn, net.Conn) {
 	if !ok {
 		t.Fatalf("Dialer gave a %T, want *rxstamp.Conn", c)
 	}
-	warmUp(t, sc, srv)
 	return sc, srv
 }
 
@@ -208,24 +217,8 @@ func BenchmarkRead(b *testing.B) {
 // TestNoStampBeforeRead: a fresh connection has no stamp to give.
 func TestNoStampBeforeRead(t *testing.T) {
 	t.Parallel()
-	if !Supported() {
-		t.Skip("this system gives no kernel receive stamps")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := Wrap(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if _, ok := Stamp(w); ok {
+	c, _ := connect(t)
+	if _, ok := Stamp(c); ok {
 		t.Error("a stamp before any read")
 	}
 }
