@@ -277,6 +277,17 @@ func (p *Playout) Advance(t time.Duration) {
 // Push adds the next streamed chunk of the turn.
 func (p *Playout) Push(c Chunk) error { return p.push(&c) }
 
+// textless reports whether speech chunk c holds tokens that carry no text
+// (each spoken as tts.TextlessToken).
+func (p *Playout) textless(c SpeechChunk) bool {
+	for i := max(0, c.First); i <= c.Last && i < len(p.kind); i++ {
+		if p.kind[i] == kindTextless {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Playout) push(c *Chunk) error {
 	if p.ended {
 		return fmt.Errorf("%w: turn %q has ended", ErrOrder, p.turn)

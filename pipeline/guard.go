@@ -59,11 +59,13 @@ type Event struct {
 	// Tolerance is, for EventStall, the stall tolerance left at At.
 	Tolerance time.Duration
 	// Speech is, for EventSpeech, the chunk; Text its text (tts.TextlessToken
-	// for each token without text); Gaps the underruns inside it (a
+	// for each token without text, and then Textless is true: the text is
+	// a stand-in, not words to speak); Gaps the underruns inside it (a
 	// synthesizer slower than real time).
-	Speech SpeechChunk
-	Text   string
-	Gaps   []Underrun
+	Speech   SpeechChunk
+	Text     string
+	Textless bool
+	Gaps     []Underrun
 	// Token is the index of the last chunk that had arrived.
 	Token int
 	// Record is, for EventTurn, the turn as streamed; it stays valid after
@@ -347,7 +349,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				}
 			}
 			g.emit(Event{Kind: EventSpeech, Turn: t.rec.ID, Session: t.rec.Session, At: c.Release, Now: report,
-				Token: last, Speech: c, Text: string(p.text[c.From:c.To]), Gaps: gaps})
+				Token: last, Speech: c, Text: string(p.text[c.From:c.To]), Textless: p.textless(c), Gaps: gaps})
 		}
 	}
 	if g.opts.WarnTolerance > 0 && !t.ended {

@@ -205,6 +205,9 @@ func TestGuardMatchesOffline(t *testing.T) {
 					if e.Speech != off.Chunks[i] {
 						t.Errorf("speech %d: %+v, want %+v", i, e.Speech, off.Chunks[i])
 					}
+					if want := turn.Chunks[e.Speech.First].Textless; e.Textless != want {
+						t.Errorf("speech %d: Textless %v, want %v", i, e.Textless, want)
+					}
 					if e.Now > max(e.Speech.PlayStart, endAt) {
 						t.Errorf("speech %d announced at %v, after it started playing at %v", i, e.Now, e.Speech.PlayStart)
 					}

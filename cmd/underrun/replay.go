@@ -291,7 +291,7 @@ func (r *replayRun) event(e pipeline.Event) {
 		if r.audio == nil {
 			return
 		}
-		samples, err := render.Speech(context.Background(), r.session.cfg, r.engine, e.Speech, e.Text, e.Gaps)
+		samples, err := render.Speech(context.Background(), r.session.cfg, r.engine, e.Speech, e.Text, e.Textless, e.Gaps)
 		if err != nil {
 			r.fail(fmt.Errorf("--play: %w", err))
 			return

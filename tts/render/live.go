@@ -112,9 +112,11 @@ func (l *Live) Err() error { return nil }
 
 // Speech returns the samples of one speech chunk as the player plays it: n
 // samples of text at rate, gaps inside it (Event.Gaps, a synthesizer
-// slower than real time) silent. The audio is cfg.Durations' when that is
-// a tts.Cache, else engine's (nil: the synthetic signal), fitted to n.
-func Speech(ctx context.Context, cfg pipeline.Config, engine tts.Engine, c pipeline.SpeechChunk, text string, gaps []pipeline.Underrun) ([]float32, error) {
+// slower than real time) silent. The audio is the synthetic signal for a
+// chunk with tokens that carry no text (textless, Event.Textless: its text
+// is a stand-in, as in Turn), else cfg.Durations' when that is a
+// tts.Cache, else engine's (nil: the synthetic signal), fitted to n.
+func Speech(ctx context.Context, cfg pipeline.Config, engine tts.Engine, c pipeline.SpeechChunk, text string, textless bool, gaps []pipeline.Underrun) ([]float32, error) {
 	rate := cfg.SampleRate
 	samples := func(d float64) int64 { return int64(d*float64(rate) + 0.5) }
 	from := samples(c.PlayStart.Seconds())
@@ -127,13 +129,13 @@ func Speech(ctx context.Context, cfg pipeline.Config, engine tts.Engine, c pipel
 	var speech []float32
 	cache, _ := cfg.Durations.(*tts.Cache)
 	switch s, ok := engine.(*tts.Synthetic); {
-	case cache != nil:
+	case cache != nil && !textless:
 		a, err := cache.Audio(text)
 		if err != nil {
 			return nil, err
 		}
 		speech = tts.Fit(a, int(max(0, speechN)))
-	case ok || engine == nil:
+	case ok || engine == nil || textless:
 		if !ok {
 			var err error
 			if s, err = tts.NewSynthetic(cfg.Voice, rate); err != nil {

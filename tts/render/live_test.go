@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts"
 )
 
 func TestLiveStream(t *testing.T) {
@@ -83,7 +84,7 @@ func TestSpeechMatchesRender(t *testing.T) {
 						gaps = append(gaps, u)
 					}
 				}
-				s, err := Speech(context.Background(), tc.cfg, nil, c, spoken[c.From:c.To], gaps)
+				s, err := Speech(context.Background(), tc.cfg, nil, c, spoken[c.From:c.To], false, gaps)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,5 +102,47 @@ func TestSpeechMatchesRender(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// wordsOnly is an engine that must not be asked to speak stand-in text.
+type wordsOnly struct{ t *testing.T }
+
+func (w wordsOnly) Name() string { return "words-only" }
+func (w wordsOnly) Speech() bool { return true }
+func (w wordsOnly) Synthesize(_ context.Context, text string) (tts.Audio, error) {
+	w.t.Errorf("engine asked to speak %q", text)
+	return tts.Audio{}, nil
+}
+
+// TestSpeechTextlessIsSynthetic: tokens without text are heard as the
+// synthetic signal live, as in a rendered turn, never as their stand-in
+// text spoken by a real engine.
+func TestSpeechTextlessIsSynthetic(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, "word", 100*ms, 0.1)
+	turn := &pipeline.Turn{ID: "bare", Status: pipeline.StatusOK}
+	for i := range 12 {
+		turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: time.Duration(300+40*i) * ms, Textless: true, Tokens: 1})
+	}
+	p, err := pipeline.Play(cfg, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := wordsOnly{t}
+	whole, err := Turn(context.Background(), turn, p, Options{Engine: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoken, _ := spokenText(turn)
+	for i, c := range p.Chunks {
+		s, err := Speech(context.Background(), cfg, engine, c, spoken[c.From:c.To], true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := int(math.Round(c.PlayStart.Seconds() * float64(cfg.SampleRate)))
+		if !slices.Equal(s, whole.Samples[from:from+len(s)]) {
+			t.Fatalf("chunk %d: live samples differ from the rendered turn", i)
+		}
 	}
 }
