@@ -507,13 +507,17 @@ func (s *Server) loop() {
 	defer flush.Stop()
 	snap := time.NewTicker(s.opts.SnapshotInterval)
 	defer snap.Stop()
+	var logged error
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-flush.C:
-			if err := s.rec.flush(); err != nil {
+			// a recording error stays (the recording is broken from there
+			// on): it is logged once, not on every flush
+			if err := s.rec.flush(); err != nil && err != logged {
 				s.log.Error().Err(err).Msg("recording")
+				logged = err
 			}
 		case <-snap.C:
 			if s.hub.pages.Load() > 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
@@ -525,5 +526,25 @@ func TestBufferedAudioInTable(t *testing.T) {
 		if len(rows) != 1 || rows[0].BufferedMs != step.buffered || rows[0].State != step.state {
 			t.Errorf("after %v more: %+v, want %.0f ms buffered, %s", step.advance, rows, step.buffered, step.state)
 		}
+	}
+}
+
+// brokenDisk is a recording destination that fails every write.
+type brokenDisk struct{}
+
+func (brokenDisk) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestRecordingErrorLoggedOnce: a recording that breaks is reported once,
+// not on every flush.
+func TestRecordingErrorLoggedOnce(t *testing.T) {
+	t.Parallel()
+	var log lockedBuffer
+	_, ts := startServer(t, Options{Record: brokenDisk{}, FlushInterval: 2 * time.Millisecond, Logger: zerolog.New(&log)})
+	c := ingest(t, ts, "s")
+	sendT(t, c, `{"type":"turn_start","turn":"t"}`)
+	sendT(t, c, `{"type":"chunk","turn":"t","text":"hi","tokens":1}`)
+	time.Sleep(100 * time.Millisecond) // some 50 flushes
+	if n := strings.Count(log.String(), "disk full"); n != 1 {
+		t.Errorf("the recording error was logged %d times, want once:\n%s", n, log.String())
 	}
 }
