@@ -78,10 +78,18 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 	conns := map[string]*feedConn{}
 	var refused atomic.Int64
 	var sent atomic.Int64
+	// closeAll closes every connection at once: each waits up to 2 s
+	// for the monitor's close, and they wait together, not in turn
 	closeAll := func() {
+		var wg sync.WaitGroup
 		for _, c := range conns {
-			c.s.close(c.done)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.s.close(c.done)
+			}()
 		}
+		wg.Wait()
 	}
 	for _, t := range turns {
 		name := t.Session
