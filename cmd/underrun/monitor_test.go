@@ -1,9 +1,11 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +14,58 @@ import (
 )
 
 // TestMain lets a test start this test binary as the underrun command
-// (UNDERRUN_TEST_EXEC=1), to send it real signals.
+// (UNDERRUN_TEST_EXEC=1), to send it real signals. Commands run inside
+// the test process leave its garbage collector as it is: GOGC set, the
+// monitor does not pace it (paceGC).
 func TestMain(m *testing.M) {
 	if os.Getenv("UNDERRUN_TEST_EXEC") == "1" {
 		main()
 	}
+	if os.Getenv("GOGC") == "" {
+		os.Setenv("GOGC", "100") // Go's default: the runtime is unchanged
+	}
 	os.Exit(m.Run())
+}
+
+// TestPaceGC: the monitor's collector pacing applies unless the
+// environment has its own, and 0 leaves Go's default.
+func TestPaceGC(t *testing.T) {
+	// not parallel: it changes the process's collector and puts it back
+	percent, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
+	defer func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) }()
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name        string
+		mib         int
+		getenv      func(string) string
+		wantPercent int
+		wantLimit   int64
+	}{
+		{"paced", 64, env(), -1, 64 << 20},
+		{"off", 0, env(), 100, math.MaxInt64},
+		{"GOGC set", 64, env("GOGC", "200"), 100, math.MaxInt64},
+		{"GOMEMLIMIT set", 64, env("GOMEMLIMIT", "1GiB"), 100, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+		paceGC(tt.mib, tt.getenv)
+		if got := debug.SetGCPercent(100); got != tt.wantPercent {
+			t.Errorf("%s: GC percent %d, want %d", tt.name, got, tt.wantPercent)
+		}
+		if got := debug.SetMemoryLimit(-1); got != tt.wantLimit {
+			t.Errorf("%s: memory limit %d, want %d", tt.name, got, tt.wantLimit)
+		}
+	}
 }
 
 // TestMonitorFeedRecord runs the monitor, feeds it a trace with a stall at
@@ -86,6 +134,7 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor", "--listen", "0.0.0.0:0"}, "not a loopback address"},
 		{[]string{"monitor", "--listen", "nonsense"}, "--listen"},
 		{[]string{"monitor", "--rate", "0"}, "must be positive"},
+		{[]string{"monitor", "--gc-memory", "-1"}, "--gc-memory"},
 		{[]string{"monitor", "feed", "x.jsonl"}, "--to"},
 		{[]string{"monitor", "feed", "/nonexistent.jsonl", "--to", "http://127.0.0.1:1"}, "no such file"},
 		{[]string{"monitor", "load", "--sessions", "0"}, "must be positive"},
