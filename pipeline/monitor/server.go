@@ -760,8 +760,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
-		s.Shutdown(context.Background())
-		return err
+		// the listener failed: close the sessions within grace too
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		return errors.Join(err, s.Shutdown(sctx))
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -546,5 +547,59 @@ func TestRecordingErrorLoggedOnce(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // some 50 flushes
 	if n := strings.Count(log.String(), "disk full"); n != 1 {
 		t.Errorf("the recording error was logged %d times, want once:\n%s", n, log.String())
+	}
+}
+
+// failingListener passes the first connection through, then fails every
+// Accept once fail is closed.
+type failingListener struct {
+	net.Listener
+	n    atomic.Int32
+	fail chan struct{}
+}
+
+var errListenerBroke = errors.New("listener broke")
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.n.Add(1) == 1 {
+		return l.Listener.Accept()
+	}
+	<-l.fail
+	return nil, errListenerBroke
+}
+
+// TestServeListenerFailureEndsInGrace: when the listener fails, Serve
+// returns its error within the grace time, even with a session whose
+// client never answers the close.
+func TestServeListenerFailureEndsInGrace(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{Config: tokenConfig(50*time.Millisecond, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &failingListener{Listener: tcp, fail: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), ln, 200*time.Millisecond) }()
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+tcp.Addr().String()+"/ingest?session=s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if m := readMsg(t, c, 2*time.Second); m["type"] != "hello" { // the session is open
+		t.Fatalf("first message %v, want hello", m)
+	}
+	// from here the client never reads: the monitor's close goes unanswered
+	close(ln.fail)
+	select {
+	case err := <-done:
+		if !errors.Is(err, errListenerBroke) {
+			t.Errorf("Serve = %v, want the listener's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the listener failed")
 	}
 }
