@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +124,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	fs.IntVar(&c.maxSessions, "max-sessions", monitor.DefaultMaxSessions, "ingest connections open at once")
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
-	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorEchoCommand(e))
+	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorEchoCommand(e), newMonitorWatchCommand(e))
 	return cmd
 }
 
@@ -375,8 +376,9 @@ subscriber (p50, p99, max), and the CPU used by the load and by the target.
 Without --to the command starts, on loopback, a bare gorilla websocket echo
 server (the ceiling: what the websocket layer alone costs) and then a monitor,
 each in a process of its own (this executable), and drives each with the same
-load; --in-process runs them inside this process instead, sharing its CPUs
-with the load. With --to it drives that running monitor (start it with
+load; the /events subscriber runs in a process of its own too, so that it
+reads each event as it arrives. --in-process runs them all inside this
+process instead, sharing its CPUs with the load. With --to it drives that running monitor (start it with
 --chunking token --token-audio 50ms --tts-latency 0 --rtf 0 for the drains);
 lost messages are then counted from its /metrics.
 
@@ -417,6 +419,103 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.BoolVar(&noEcho, "no-echo", false, "skip the echo-server ceiling")
 	fs.BoolVar(&inProcess, "in-process", false, "run the echo server and the monitor inside this process")
 	return cmd
+}
+
+// newMonitorWatchCommand is the /events subscriber monitor load starts in
+// a process of its own (hidden: a tool of the load command). It times the
+// underrun_started events until its standard input closes, then writes a
+// monitor.DrainReport as JSON to standard output.
+func newMonitorWatchCommand(e *env) *cobra.Command {
+	var to, token string
+	cmd := &cobra.Command{
+		Use:    "watch --to URL",
+		Short:  "Time a monitor's underrun_started events until standard input closes (a tool of monitor load)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if to == "" {
+				return usagef("--to: want the monitor's address")
+			}
+			w, err := monitor.WatchDrains(cmd.Context(), to, token)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stderr, watchingLine)
+			io.Copy(io.Discard, e.stdin)
+			return json.NewEncoder(e.stdout).Encode(w.Stop())
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the monitor's `URL`")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token")
+	return cmd
+}
+
+// watchingLine is what monitor watch says once it is subscribed.
+const watchingLine = "underrun watch: subscribed"
+
+// spawnWatch is monitor.LoadOptions.Watch with the subscriber in a
+// process of its own (this executable's monitor watch), so that it reads
+// its events promptly instead of sharing the load's CPUs.
+func spawnWatch(ctx context.Context, url, token string) (func() (monitor.DrainReport, error), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "monitor", "watch", "--to", url)
+	cmd.Env = append(os.Environ(), "UNDERRUN_MONITOR_TOKEN="+token) // not on the command line
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the events subscriber: %w", err)
+	}
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		said := ""
+		for sc.Scan() {
+			if sc.Text() == watchingLine {
+				ready <- nil
+				io.Copy(io.Discard, stderr)
+				return
+			}
+			said = sc.Text()
+		}
+		ready <- fmt.Errorf("the events subscriber exited: %s", said)
+	}()
+	fail := func(err error) (func() (monitor.DrainReport, error), error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	select {
+	case err := <-ready:
+		if err != nil {
+			return fail(err)
+		}
+	case <-time.After(10 * time.Second):
+		return fail(errors.New("the events subscriber did not subscribe within 10s"))
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	return func() (monitor.DrainReport, error) {
+		stdin.Close()
+		var r monitor.DrainReport
+		err := json.NewDecoder(stdout).Decode(&r)
+		if werr := cmd.Wait(); err == nil {
+			err = werr
+		}
+		return r, err
+	}, nil
 }
 
 // newMonitorEchoCommand is the bare echo server monitor load starts as the
@@ -633,6 +732,9 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 		o := opts
 		o.URL, o.Echo, o.TargetCPU = t.url, echo, t.cpu
 		o.Received = t.received
+		if !here {
+			o.Watch = spawnWatch
+		}
 		if !echo && o.Received == nil {
 			o.Received = func() int64 {
 				n, err := monitor.ScrapeReceived(ctx, t.url, o.Token)

@@ -193,3 +193,22 @@ func TestReplayToMonitor(t *testing.T) {
 		t.Errorf("--to with --speed: exit %d, %s", code, errOut)
 	}
 }
+
+// TestMonitorLoadOwnProcesses runs the load as a user does: the echo
+// server, the monitor and the events subscriber each in a process of its
+// own (this test binary as the underrun command).
+func TestMonitorLoadOwnProcesses(t *testing.T) {
+	// not parallel: the environment tells the children to be the command
+	t.Setenv("UNDERRUN_TEST_EXEC", "1")
+	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "800ms", "--turn-chunks", "12", "--stall-after", "4")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "each target in its own process") {
+		t.Errorf("not run in processes of their own:\n%s", out)
+	}
+	m := regexp.MustCompile(`\nmonitor +(\d+) +(\d+) +0 +\d+ +\S+ +([1-9]\d*) `).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("no loss and some drains seen by the subscriber process, want both:\n%s", out)
+	}
+}

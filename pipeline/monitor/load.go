@@ -77,6 +77,11 @@ type LoadOptions struct {
 	TargetCPU func() time.Duration
 	// DialParallel is how many connections are opened at once (default 32).
 	DialParallel int
+	// Watch subscribes to the target's events before the load starts and
+	// returns the function that ends the subscription with what it saw
+	// (nil: WatchDrainsHere, in this process; a subscriber in a process of
+	// its own reads more promptly than one sharing the load's CPUs).
+	Watch func(ctx context.Context, url, token string) (stop func() (DrainReport, error), err error)
 	// Aligned starts every session's turns in step, so that every buffer
 	// drains in the same few milliseconds, as when the model server
 	// hiccups for the whole fleet. Otherwise the sessions' first turns
@@ -163,60 +168,24 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	defer cancel()
 
 	// the events subscriber: underrun_started latency
-	var (
-		latMu     sync.Mutex
-		lats      []float64
-		readLats  []float64
-		sentLats  []float64
-		fireLats  []float64
-		evDone    = make(chan struct{})
-		evConn    *websocket.Conn
-		evDropped atomic.Bool
-	)
+	var stopWatch func() (DrainReport, error)
 	if !opts.Echo {
-		addr, err := EventsURL(opts.URL)
-		if err != nil {
+		watch := opts.Watch
+		if watch == nil {
+			watch = WatchDrainsHere
+		}
+		var err error
+		if stopWatch, err = watch(ctx, opts.URL, opts.Token); err != nil {
 			return res, err
 		}
-		if evConn, err = dialStamped(ctx, addr, opts.Token); err != nil {
-			return res, err
+	}
+	var report DrainReport
+	var watchErr error
+	stopWatching := func() {
+		if stopWatch != nil {
+			report, watchErr = stopWatch()
+			stopWatch = nil
 		}
-		go func() {
-			defer close(evDone)
-			var e struct {
-				Type   string  `json:"type"`
-				UnixNs int64   `json:"unix_ns"`
-				SentNs int64   `json:"sent_unix_ns"`
-				LateMs float64 `json:"late_ms"`
-			}
-			for {
-				_, data, err := evConn.ReadMessage()
-				if err != nil {
-					var ce *websocket.CloseError
-					if errors.As(err, &ce) && ce.Code == websocket.CloseTryAgainLater {
-						evDropped.Store(true)
-					}
-					return
-				}
-				read := time.Now().UnixNano()
-				arrived := read
-				if t, ok := rxstamp.Stamp(evConn.NetConn()); ok {
-					arrived = min(t.UnixNano(), read)
-				}
-				e.Type, e.SentNs, e.LateMs = "", 0, 0
-				if json.Unmarshal(data, &e) != nil || e.Type != string(pipeline.EventDrain) {
-					continue
-				}
-				latMu.Lock()
-				lats = append(lats, float64(arrived-e.UnixNs)/1e6)
-				readLats = append(readLats, float64(read-e.UnixNs)/1e6)
-				fireLats = append(fireLats, e.LateMs)
-				sentLats = append(sentLats, float64(e.SentNs-e.UnixNs)/1e6)
-				latMu.Unlock()
-			}
-		}()
-	} else {
-		close(evDone)
 	}
 
 	// connect every session
@@ -262,10 +231,7 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 				c.conn.Close()
 			}
 		}
-		if evConn != nil {
-			evConn.Close()
-		}
-		<-evDone
+		stopWatching()
 	}
 	if dialErr != nil {
 		closeAll()
@@ -388,21 +354,116 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	for _, c := range conns {
 		res.Refused += c.errors.Load()
 	}
-	res.EventsDropped = evDropped.Load()
-	latMu.Lock()
-	res.Drains = len(lats)
-	res.DrainLatency = summarizeLatency(lats)
-	res.ReadLatency = summarizeLatency(readLats)
-	res.FireLatency = summarizeLatency(fireLats)
-	res.SentLatency = summarizeLatency(sentLats)
-	latMu.Unlock()
+	res.EventsDropped = report.Dropped
+	res.Drains = len(report.Arrived)
+	res.DrainLatency = summarizeLatency(report.Arrived)
+	res.ReadLatency = summarizeLatency(report.Read)
+	res.FireLatency = summarizeLatency(report.Fired)
+	res.SentLatency = summarizeLatency(report.Sent)
 	if p := sendErr.Load(); p != nil {
 		return res, *p
+	}
+	if watchErr != nil {
+		return res, fmt.Errorf("load: events subscriber: %w", watchErr)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// DrainReport is what an /events subscriber saw of the underrun_started
+// events: per event, in milliseconds from the moment the buffer drained,
+// when it arrived (the kernel's receive stamp where the system gives one),
+// when it was read, how late the monitor's timer fired (late_ms) and when
+// the monitor queued it (sent_unix_ns); Dropped says the monitor dropped
+// the subscriber as too slow.
+type DrainReport struct {
+	Arrived []float64 `json:"arrived_ms"`
+	Read    []float64 `json:"read_ms"`
+	Fired   []float64 `json:"fired_ms"`
+	Sent    []float64 `json:"sent_ms"`
+	Dropped bool      `json:"dropped"`
+}
+
+// DrainWatch is an /events subscriber that times underrun_started events.
+type DrainWatch struct {
+	conn   *websocket.Conn
+	done   chan struct{}
+	mu     sync.Mutex
+	report DrainReport
+}
+
+// WatchDrains subscribes to the events of the monitor at url (its base
+// address) until Stop.
+func WatchDrains(ctx context.Context, url, token string) (*DrainWatch, error) {
+	addr, err := EventsURL(url)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dialStamped(ctx, addr, token)
+	if err != nil {
+		return nil, err
+	}
+	w := &DrainWatch{conn: conn, done: make(chan struct{})}
+	go w.read()
+	return w, nil
+}
+
+// WatchDrainsHere is LoadOptions.Watch in this process.
+func WatchDrainsHere(ctx context.Context, url, token string) (func() (DrainReport, error), error) {
+	w, err := WatchDrains(ctx, url, token)
+	if err != nil {
+		return nil, err
+	}
+	return func() (DrainReport, error) { return w.Stop(), nil }, nil
+}
+
+func (w *DrainWatch) read() {
+	defer close(w.done)
+	var e struct {
+		Type   string  `json:"type"`
+		UnixNs int64   `json:"unix_ns"`
+		SentNs int64   `json:"sent_unix_ns"`
+		LateMs float64 `json:"late_ms"`
+	}
+	for {
+		_, data, err := w.conn.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) && ce.Code == websocket.CloseTryAgainLater {
+				w.mu.Lock()
+				w.report.Dropped = true
+				w.mu.Unlock()
+			}
+			return
+		}
+		read := time.Now().UnixNano()
+		arrived := read
+		if t, ok := rxstamp.Stamp(w.conn.NetConn()); ok {
+			arrived = min(t.UnixNano(), read)
+		}
+		e.Type, e.SentNs, e.LateMs = "", 0, 0
+		if json.Unmarshal(data, &e) != nil || e.Type != string(pipeline.EventDrain) {
+			continue
+		}
+		ms := func(ns int64) float64 { return float64(ns-e.UnixNs) / 1e6 }
+		w.mu.Lock()
+		w.report.Arrived = append(w.report.Arrived, ms(arrived))
+		w.report.Read = append(w.report.Read, ms(read))
+		w.report.Fired = append(w.report.Fired, e.LateMs)
+		w.report.Sent = append(w.report.Sent, ms(e.SentNs))
+		w.mu.Unlock()
+	}
+}
+
+// Stop ends the subscription and returns what it saw.
+func (w *DrainWatch) Stop() DrainReport {
+	w.conn.Close()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.report
 }
 
 // loadConn is one load session's connection.
