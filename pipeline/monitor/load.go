@@ -107,10 +107,11 @@ type LoadResult struct {
 	// the 99th percentile: the load generator's own overload.
 	SendLagP99 time.Duration
 	// Drains is how many underrun_started events came; DrainLatency their
-	// delay from the moment the buffer drained to their arrival here: the
-	// kernel's receive stamp of their bytes where the system gives one
-	// (package rxstamp), so that this process's own scheduling is not
-	// counted; ReadLatency the same delay to the moment they were read.
+	// delay from the moment the buffer drained to their arrival at the
+	// events subscriber (LoadOptions.Watch): the kernel's receive stamp of
+	// their bytes where the system gives one (package rxstamp), so that
+	// the subscriber's own scheduling is not counted; ReadLatency the same
+	// delay to the moment the subscriber read them.
 	Drains       int
 	DrainLatency Latency
 	ReadLatency  Latency
