@@ -246,7 +246,12 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		s.abort()
 		return usagef("--api-key-env: the environment variable %s is not set", c.keyEnv)
 	}
-	rec, err := createRecordings(c.traceFile, c.sseFile, "capture")
+	// the header says which clock timed the chunks
+	source := "capture; clock: kernel receive stamps where the system gives them, else read time"
+	if c.clock == "read" {
+		source = "capture; clock: read time"
+	}
+	rec, err := createRecordings(c.traceFile, c.sseFile, source)
 	if err != nil {
 		s.abort()
 		return err

@@ -257,6 +257,13 @@ func TestCaptureInterrupted(t *testing.T) {
 	if len(turns) != 2 {
 		t.Fatalf("%d turns in the trace, want the 2 in flight", len(turns))
 	}
+	raw, err := os.ReadFile(capFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header, _, _ := bytes.Cut(raw, []byte("\n")); !bytes.Contains(header, []byte(`clock: kernel receive stamps`)) {
+		t.Errorf("the trace header does not say which clock timed it: %s", header)
+	}
 	for _, tn := range turns {
 		if tn.Status != pipeline.StatusCancelled || len(tn.Chunks) < 5 || len(tn.Chunks) >= len(long.Chunks) {
 			t.Errorf("turn %s: %s with %d chunks", tn.ID, tn.Status, len(tn.Chunks))
