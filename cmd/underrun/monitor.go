@@ -369,18 +369,19 @@ underrun_started event. The sessions' turns are spread over the turn cycle,
 as in a fleet of independent conversations; --aligned keeps them in step, so
 that every buffer drains in the same few milliseconds, as when the model
 server hiccups for the whole fleet (the burst case). The run reports messages
-sent and lost, the delay from
-the moment each buffer drained to the arrival of its event at an /events
-subscriber (p50, p99, max), and the CPU used by the load and by the target.
+sent and lost, the delay from the moment each buffer drained to the arrival
+of its event at an /events subscriber (p50, p99, max), and the CPU used by
+the load and by the target.
 
 Without --to the command starts, on loopback, a bare gorilla websocket echo
 server (the ceiling: what the websocket layer alone costs) and then a monitor,
 each in a process of its own (this executable), and drives each with the same
 load; the /events subscriber runs in a process of its own too, so that it
 reads each event as it arrives. --in-process runs them all inside this
-process instead, sharing its CPUs with the load. With --to it drives that running monitor (start it with
---chunking token --token-audio 50ms --tts-latency 0 --rtf 0 for the drains);
-lost messages are then counted from its /metrics.
+process instead, sharing its CPUs with the load. With --to it drives that
+running monitor (start it with --chunking token --token-audio 50ms
+--tts-latency 0 --rtf 0 for the drains); lost messages are then counted from
+its /metrics.
 
 Exit codes: 0 no message lost; 1 messages were lost; 2 bad usage, or a target
 could not be started.`
@@ -417,7 +418,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.DurationVar(&opts.Stall, "stall", monitor.DefaultStall, "length of each turn's stall (0: none)")
 	fs.BoolVar(&opts.Aligned, "aligned", false, "keep every session's turns in step: all buffers drain at once")
 	fs.BoolVar(&noEcho, "no-echo", false, "skip the echo-server ceiling")
-	fs.BoolVar(&inProcess, "in-process", false, "run the echo server and the monitor inside this process")
+	fs.BoolVar(&inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
 	return cmd
 }
 
@@ -457,11 +458,10 @@ const watchingLine = "underrun watch: subscribed"
 // process of its own (this executable's monitor watch), so that it reads
 // its events promptly instead of sharing the load's CPUs.
 func spawnWatch(ctx context.Context, url, token string) (func() (monitor.DrainReport, error), error) {
-	exe, err := os.Executable()
+	cmd, err := selfCommand("monitor", "watch", "--to", url)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "monitor", "watch", "--to", url)
 	cmd.Env = append(os.Environ(), "UNDERRUN_MONITOR_TOKEN="+token) // not on the command line
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -471,41 +471,8 @@ func spawnWatch(ctx context.Context, url, token string) (func() (monitor.DrainRe
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
+	if err := startChild(ctx, cmd, "subscribe", func(line string) bool { return line == watchingLine }); err != nil {
 		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the events subscriber: %w", err)
-	}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		said := ""
-		for sc.Scan() {
-			if sc.Text() == watchingLine {
-				ready <- nil
-				io.Copy(io.Discard, stderr)
-				return
-			}
-			said = sc.Text()
-		}
-		ready <- fmt.Errorf("the events subscriber exited: %s", said)
-	}()
-	fail := func(err error) (func() (monitor.DrainReport, error), error) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, err
-	}
-	select {
-	case err := <-ready:
-		if err != nil {
-			return fail(err)
-		}
-	case <-time.After(10 * time.Second):
-		return fail(errors.New("the events subscriber did not subscribe within 10s"))
-	case <-ctx.Done():
-		return fail(ctx.Err())
 	}
 	return func() (monitor.DrainReport, error) {
 		stdin.Close()
@@ -566,59 +533,76 @@ var listenLine = regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
 // spawn starts this executable with args, waits for it to say where it
 // listens, and returns it as a target.
 func spawn(ctx context.Context, args ...string) (*target, error) {
+	cmd, err := selfCommand(args...)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{}
+	if err := startChild(ctx, cmd, "say where it listens", func(line string) bool {
+		if m := listenLine.FindStringSubmatch(line); m != nil {
+			t.url = "http://" + m[1]
+		}
+		return t.url != ""
+	}); err != nil {
+		return nil, err
+	}
+	t.cpu = func() time.Duration { return processCPUOf(cmd.Process.Pid) }
+	t.peak = func() string { return peakMemoryOf(cmd.Process.Pid) }
+	t.stop = func() error {
+		cmd.Process.Signal(os.Interrupt)
+		return cmd.Wait()
+	}
+	return t, nil
+}
+
+// selfCommand is this executable run with args.
+func selfCommand(args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, args...)
+	return exec.Command(exe, args...), nil
+}
+
+// startChild starts cmd and waits, at most 10 s, for a line on its
+// standard error for which ready is true (what names that moment, for the
+// error); the rest of its standard error is read and dropped. On failure
+// the child is killed.
+func startChild(ctx context.Context, cmd *exec.Cmd, what string, ready func(line string) bool) error {
+	name := strings.Join(cmd.Args, " ")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", args[1], err)
+		return fmt.Errorf("start %s: %w", name, err)
 	}
-	lines := make(chan string, 16)
+	done := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		last := ""
 		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
+			if ready(sc.Text()) {
+				done <- nil
+				io.Copy(io.Discard, stderr)
+				return
 			}
+			last = sc.Text()
 		}
-		close(lines)
+		done <- fmt.Errorf("%s exited before it would %s: %s", name, what, last)
 	}()
-	t := &target{
-		cpu:  func() time.Duration { return processCPUOf(cmd.Process.Pid) },
-		peak: func() string { return peakMemoryOf(cmd.Process.Pid) },
-		stop: func() error {
-			cmd.Process.Signal(os.Interrupt)
-			return cmd.Wait()
-		},
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		err = fmt.Errorf("%s did not %s within 10s", name, what)
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
-	timeout := time.After(10 * time.Second)
-	for t.url == "" {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				cmd.Wait()
-				return nil, fmt.Errorf("%s %s exited before listening", exe, strings.Join(args, " "))
-			}
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				t.url = "http://" + m[1]
-			}
-		case <-timeout:
-			cmd.Process.Kill()
-			cmd.Wait()
-			return nil, fmt.Errorf("%s %s did not say where it listens", exe, strings.Join(args, " "))
-		case <-ctx.Done():
-			cmd.Process.Kill()
-			cmd.Wait()
-			return nil, ctx.Err()
-		}
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
 	}
-	return t, nil
+	return err
 }
 
 // processCPUOf returns the CPU time (user and system) of a process, read
