@@ -277,9 +277,9 @@ func (p *Playout) Advance(t time.Duration) {
 // Push adds the next streamed chunk of the turn.
 func (p *Playout) Push(c Chunk) error { return p.push(&c) }
 
-// textless reports whether speech chunk c holds tokens that carry no text
-// (each spoken as tts.TextlessToken).
-func (p *Playout) textless(c SpeechChunk) bool {
+// Textless reports whether speech chunk c holds tokens that carry no text
+// (each spoken as tts.TextlessToken, a stand-in rather than words).
+func (p *Playout) Textless(c SpeechChunk) bool {
 	for i := max(0, c.First); i <= c.Last && i < len(p.kind); i++ {
 		if p.kind[i] == kindTextless {
 			return true

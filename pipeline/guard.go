@@ -349,7 +349,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				}
 			}
 			g.emit(Event{Kind: EventSpeech, Turn: t.rec.ID, Session: t.rec.Session, At: c.Release, Now: report,
-				Token: last, Speech: c, Text: string(p.text[c.From:c.To]), Textless: p.textless(c), Gaps: gaps})
+				Token: last, Speech: c, Text: string(p.text[c.From:c.To]), Textless: p.Textless(c), Gaps: gaps})
 		}
 	}
 	if g.opts.WarnTolerance > 0 && !t.ended {

@@ -44,7 +44,7 @@ func Turn(ctx context.Context, t *pipeline.Turn, p *pipeline.Playout, opts Optio
 	if len(p.Chunks) == 0 {
 		return out, nil
 	}
-	spoken, textless := spokenText(t)
+	spoken := spokenText(t)
 	end := 0
 	for _, c := range p.Chunks {
 		end = max(end, samples(c.PlayEnd.Seconds()))
@@ -91,7 +91,7 @@ func Turn(ctx context.Context, t *pipeline.Turn, p *pipeline.Playout, opts Optio
 		text := spoken[c.From:c.To]
 		var speech []float32
 		switch {
-		case hasTextless(textless, c.First, c.Last) || engine == tts.Engine(synth) && cache == nil:
+		case p.Textless(c) || engine == tts.Engine(synth) && cache == nil:
 			speech = synth.Render(text, n)
 		case cache != nil:
 			a, err := cache.Audio(text)
@@ -132,31 +132,19 @@ func mark(s []float32, from, n, rate int) {
 }
 
 // spokenText rebuilds the text the playout spoke: the turn's chunks with
-// reasoning left out and tts.TextlessToken for each chunk without text,
-// with the byte offset where each streamed chunk's text ends.
-func spokenText(t *pipeline.Turn) (string, []bool) {
+// reasoning left out and tts.TextlessToken for each chunk without text.
+func spokenText(t *pipeline.Turn) string {
 	var b []byte
-	textless := make([]bool, len(t.Chunks))
-	for i, c := range t.Chunks {
+	for _, c := range t.Chunks {
 		switch {
 		case c.Reasoning:
 		case c.Textless:
-			textless[i] = true
 			b = append(b, tts.TextlessToken...)
 		default:
 			b = append(b, c.Text...)
 		}
 	}
-	return string(b), textless
-}
-
-func hasTextless(textless []bool, first, last int) bool {
-	for i := max(0, first); i <= last && i < len(textless); i++ {
-		if textless[i] {
-			return true
-		}
-	}
-	return false
+	return string(b)
 }
 
 // WriteWAV writes a as a 16-bit mono PCM WAV file, encoded by beep.
