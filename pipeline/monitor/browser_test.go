@@ -74,7 +74,7 @@ func TestLivePageInBrowser(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		i := strings.Index(dom, "<main>")
+		i := strings.Index(dom, "<body") // the status line is above <main>
 		t.Logf("page:\n%s", dom[max(0, i):])
 	}
 }
