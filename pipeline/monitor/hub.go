@@ -12,16 +12,28 @@ import (
 )
 
 // subscriber is one websocket that watches: an /events subscriber or a
-// live page. Messages wait in a bounded queue; a subscriber whose queue is
-// full is dropped, so a slow reader never slows ingestion.
+// live page. The goroutine that raises a message writes it to the socket
+// itself, without waiting (see batchConn); what the socket cannot take at
+// once is left to the subscriber's writer. A subscriber more than the
+// hub's queue of messages behind is dropped, so a slow reader never slows
+// ingestion.
 type subscriber struct {
 	conn     *websocket.Conn
+	bc       *batchConn
 	page     bool
-	q        chan []byte
-	selected atomic.Pointer[string] // the session a page charts
-	dropped  bool                   // removed from the hub (hub.mu held)
-	slow     bool                   // dropped for reading too slowly
-	done     chan struct{}          // closed when the writer has finished
+	mu       sync.Mutex // one writer of messages at a time (gorilla's rule)
+	selected atomic.Pointer[string]
+	dropped  bool          // removed from the hub (hub.mu held)
+	slow     bool          // dropped for reading too slowly
+	quit     chan struct{} // closed when dropped
+	done     chan struct{} // closed when the connection is finished
+}
+
+// newSubscriber makes a subscriber of a connection upgraded through
+// batchHijacker.
+func newSubscriber(conn *websocket.Conn, page bool) *subscriber {
+	return &subscriber{conn: conn, bc: conn.NetConn().(*batchConn), page: page,
+		quit: make(chan struct{}), done: make(chan struct{})}
 }
 
 // hub fans messages out to subscribers.
@@ -30,11 +42,12 @@ type hub struct {
 	subs   map[*subscriber]struct{}
 	pages  atomic.Int32
 	closed bool
+	queue  int // the most messages a subscriber may be behind
 	onDrop func(page bool)
 }
 
-func newHub(onDrop func(page bool)) *hub {
-	return &hub{subs: map[*subscriber]struct{}{}, onDrop: onDrop}
+func newHub(queue int, onDrop func(page bool)) *hub {
+	return &hub{subs: map[*subscriber]struct{}{}, queue: queue, onDrop: onDrop}
 }
 
 // add registers a subscriber and starts its writer; false after close.
@@ -53,51 +66,55 @@ func (h *hub) add(s *subscriber, writeTimeout time.Duration) bool {
 	return true
 }
 
-// maxBatch is the most bytes of queued messages a subscriber's writer
-// sends in one write.
+// maxBatch is the most bytes one write to a subscriber's socket carries.
 const maxBatch = 64 << 10
 
-// write sends the queue to the websocket until the queue is closed or a
-// write fails. Messages queued while one is written go out together, in
-// one write to the socket (see batchConn): a burst of events, as when a
-// whole fleet stalls at once, costs one system call, not one each.
+// write is the subscriber's writer: it finishes the writes the socket
+// could not take at once, and when the subscriber is dropped it sends the
+// close frame and closes the connection. A write that takes longer than
+// timeout ends the connection.
 func (s *subscriber) write(timeout time.Duration) {
 	defer close(s.done)
 	defer s.conn.Close()
-	bc, _ := s.conn.NetConn().(*batchConn)
-	for msg := range s.q {
-		s.conn.SetWriteDeadline(time.Now().Add(timeout))
-		bc.hold()
-		err := s.conn.WriteMessage(websocket.TextMessage, msg)
-		for err == nil && len(s.q) > 0 && bc.held() < maxBatch {
-			err = s.conn.WriteMessage(websocket.TextMessage, <-s.q)
-		}
-		if ferr := bc.flush(); err == nil {
-			err = ferr
-		}
-		if err != nil {
-			// the reader sees the closed connection and removes s
-			s.conn.Close()
-			for range s.q {
+	for {
+		select {
+		case <-s.bc.wake:
+			if s.bc.drain(timeout) != nil {
+				return // the reader sees the closed connection and drops s
 			}
+		case <-s.quit:
+			reason, code := "monitor shutting down", websocket.CloseGoingAway
+			if s.slow {
+				reason, code = "too slow: queue full", websocket.CloseTryAgainLater
+			}
+			s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(timeout))
+			s.bc.drain(timeout)
 			return
 		}
 	}
-	reason, code := "monitor shutting down", websocket.CloseGoingAway
-	if s.slow {
-		reason, code = "too slow: queue full", websocket.CloseTryAgainLater
-	}
-	s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(timeout))
 }
 
-// batchConn is a subscriber's connection: between hold and flush, what
-// is written to it collects in memory and goes out in one write. The nil
-// *batchConn does nothing (every write goes straight out).
+// batchConn is a subscriber's connection. A write goes straight to the
+// socket without waiting (a non-blocking write where the system allows
+// one), and what the socket does not take is kept, in order, for the
+// subscriber's writer to finish (drain); later writes queue behind it and
+// go out together, so a burst of messages to a slow reader costs a few
+// system calls, not one each.
 type batchConn struct {
 	net.Conn
-	mu      sync.Mutex // orders every write, held or not
-	holding bool
-	buf     []byte
+	raw  *rawWriter // nil: no write is tried without waiting
+	wake chan struct{}
+
+	mu       sync.Mutex // orders every write
+	draining bool       // the writer owns the socket: writes queue in rest
+	rest     []byte     // bytes not yet taken by the socket
+	behind   int        // messages queued behind an unfinished write
+	err      error
+	writes   atomic.Int64 // writes that reached the socket
+}
+
+func newBatchConn(c net.Conn) *batchConn {
+	return &batchConn{Conn: c, raw: newRawWriter(c), wake: make(chan struct{}, 1)}
 }
 
 // batchHijacker hands the websocket upgrader a batchConn.
@@ -113,63 +130,101 @@ func (h batchHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &batchConn{Conn: c}, brw, nil
+	return newBatchConn(c), brw, nil
 }
 
-// Write writes p, or keeps it for flush while holding.
+// SetWriteDeadline does nothing: writes do not wait, and the writer sets
+// its own deadline on the socket (gorilla sets one before every write,
+// which would move the writer's).
+func (c *batchConn) SetWriteDeadline(time.Time) error { return nil }
+
+// SetDeadline sets the read deadline only (see SetWriteDeadline).
+func (c *batchConn) SetDeadline(t time.Time) error { return c.Conn.SetReadDeadline(t) }
+
+// broken reports whether a write has failed.
+func (c *batchConn) broken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
+// full reports whether limit messages or more wait behind an unfinished
+// write.
+func (c *batchConn) full(limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return limit > 0 && c.behind >= limit
+}
+
+// Write sends p as far as the socket takes it at once and leaves the
+// rest to the writer, or queues p behind an unfinished write; it fails
+// once the connection is broken.
 func (c *batchConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.holding {
-		c.buf = append(c.buf, p...)
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.draining {
+		c.behind++
+		c.rest = append(c.rest, p...)
 		return len(p), nil
 	}
-	return c.Conn.Write(p)
+	n := 0
+	if c.raw != nil {
+		for n < len(p) {
+			m := c.raw.tryWrite(p[n:min(len(p), n+maxBatch)])
+			if m <= 0 {
+				break
+			}
+			c.writes.Add(1)
+			n += m
+		}
+	}
+	if n < len(p) {
+		c.rest = append(c.rest, p[n:]...)
+		c.draining, c.behind = true, 1
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
 }
 
-// hold starts collecting writes.
-func (c *batchConn) hold() {
-	if c == nil {
-		return
+// drain writes what the socket did not take at once, waiting at most
+// timeout for each write, until nothing is left.
+func (c *batchConn) drain(timeout time.Duration) error {
+	for {
+		c.mu.Lock()
+		if c.err != nil || len(c.rest) == 0 {
+			c.draining, c.behind = false, 0
+			if cap(c.rest) > 4*maxBatch { // after a rare huge backlog: let it go
+				c.rest = nil
+			}
+			err := c.err
+			c.mu.Unlock()
+			return err
+		}
+		c.draining = true
+		buf := c.rest[:min(len(c.rest), maxBatch)]
+		c.mu.Unlock()
+		c.Conn.SetWriteDeadline(time.Now().Add(timeout))
+		n, err := c.Conn.Write(buf)
+		c.writes.Add(1)
+		c.mu.Lock()
+		c.rest = c.rest[:copy(c.rest, c.rest[n:])]
+		if err != nil {
+			c.err = err
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Lock()
-	c.holding = true
-	c.mu.Unlock()
 }
 
-// held returns how many bytes are collected.
-func (c *batchConn) held() int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.buf)
-}
-
-// flush writes what was collected, in one write, and stops collecting.
-func (c *batchConn) flush() error {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.holding = false
-	if len(c.buf) == 0 {
-		return nil
-	}
-	_, err := c.Conn.Write(c.buf)
-	if cap(c.buf) > 4*maxBatch { // a rare huge message: let it go
-		c.buf = nil
-	}
-	c.buf = c.buf[:0]
-	return err
-}
-
-// publish queues msg for every subscriber, and for the pages that chart
-// session, and drops those whose queue is full.
+// publish sends msg to every subscriber, and to the pages that chart
+// session, and drops those too far behind or broken.
 func (h *hub) publish(msg []byte, session string) {
-	var full []*subscriber
+	var failed []*subscriber
 	h.mu.RLock()
 	for s := range h.subs {
 		if s.page {
@@ -177,37 +232,39 @@ func (h *hub) publish(msg []byte, session string) {
 				continue
 			}
 		}
-		select {
-		case s.q <- msg:
-		default:
-			full = append(full, s)
+		if !h.write(s, msg) {
+			failed = append(failed, s)
 		}
 	}
 	h.mu.RUnlock()
-	for _, s := range full {
-		h.drop(s, true)
+	for _, s := range failed {
+		h.drop(s, !s.bc.broken())
 	}
 }
 
-// send queues msg for one subscriber, dropping it when its queue is full.
+// write hands msg to s's connection; false when s is broken or too far
+// behind.
+func (h *hub) write(s *subscriber, msg []byte) bool {
+	if s.bc.full(h.queue) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn.WriteMessage(websocket.TextMessage, msg) == nil
+}
+
+// send sends msg to one subscriber, dropping it when it is too far behind
+// or broken.
 func (h *hub) send(s *subscriber, msg []byte) {
 	h.mu.RLock()
-	ok := !s.dropped
-	full := false
-	if ok {
-		select {
-		case s.q <- msg:
-		default:
-			full = true
-		}
-	}
+	ok := s.dropped || h.write(s, msg)
 	h.mu.RUnlock()
-	if full {
-		h.drop(s, true)
+	if !ok {
+		h.drop(s, !s.bc.broken())
 	}
 }
 
-// drop removes s and closes its queue; slow says it fell behind.
+// drop removes s and has its writer close it; slow says it fell behind.
 func (h *hub) drop(s *subscriber, slow bool) {
 	h.mu.Lock()
 	if s.dropped {
@@ -219,7 +276,7 @@ func (h *hub) drop(s *subscriber, slow bool) {
 	if s.page {
 		h.pages.Add(-1)
 	}
-	close(s.q)
+	close(s.quit)
 	h.mu.Unlock()
 	if slow && h.onDrop != nil {
 		h.onDrop(s.page)

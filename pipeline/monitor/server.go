@@ -71,8 +71,9 @@ type Options struct {
 	// bucket); a message over the limit is refused with an error message.
 	Rate  float64
 	Burst int
-	// Queue is how many messages wait for each subscriber or page before
-	// it is dropped as too slow.
+	// Queue is how many messages a subscriber or page may fall behind
+	// (waiting for its socket to take a write) before it is dropped as too
+	// slow.
 	Queue int
 	// MaxSessions limits the ingest connections open at once.
 	MaxSessions int
@@ -93,12 +94,15 @@ type Options struct {
 type Server struct {
 	opts  Options
 	clock pipeline.Clock
-	log   zerolog.Logger
-	m     *metrics
-	hub   *hub
-	rec   *recorder
-	mux   *http.ServeMux
-	up    websocket.Upgrader
+	// timers is clock when the monitor made its own (no Options.Clock):
+	// the ingest loops run its due timers as they take messages
+	timers *pipeline.QueueClock
+	log    zerolog.Logger
+	m      *metrics
+	hub    *hub
+	rec    *recorder
+	mux    *http.ServeMux
+	up     websocket.Upgrader
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -142,10 +146,7 @@ func New(opts Options) (*Server, error) {
 		sessions: map[string]*session{}, conns: map[*websocket.Conn]struct{}{},
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
-	if s.clock == nil {
-		s.clock = pipeline.RealClock()
-	}
-	s.hub = newHub(func(page bool) {
+	s.hub = newHub(opts.Queue, func(page bool) {
 		kind := "events"
 		if page {
 			kind = "page"
@@ -153,6 +154,10 @@ func New(opts Options) (*Server, error) {
 		s.m.dropped.WithLabelValues(kind).Inc()
 		s.log.Warn().Str("event", "subscriber_dropped").Str("kind", kind).Msg("subscriber too slow: dropped")
 	})
+	if s.clock == nil {
+		s.timers = pipeline.NewQueueClock()
+		s.clock = s.timers
+	}
 	if opts.Record != nil {
 		s.rec = newRecorder(opts.Record)
 	}
@@ -345,6 +350,11 @@ func (s *Server) ingest(conn *websocket.Conn, sess *session) {
 		if err != nil {
 			return
 		}
+		if s.timers != nil {
+			// the timers due run here, on a thread that is running,
+			// rather than wait for the one that holds the runtime timer
+			s.timers.RunDue()
+		}
 		buf.Reset()
 		if _, err := buf.ReadFrom(rd); err != nil {
 			return // over the size limit: gorilla has sent 1009
@@ -467,7 +477,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
 		return
 	}
 	conn.SetReadLimit(4096)
-	sub := &subscriber{conn: conn, page: page, q: make(chan []byte, s.opts.Queue), done: make(chan struct{})}
+	sub := newSubscriber(conn, page)
 	if sel := r.URL.Query().Get("session"); sel != "" {
 		sub.selected.Store(&sel)
 	}
