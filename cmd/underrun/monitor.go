@@ -682,10 +682,13 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 	}
 	fmt.Fprintf(w, "load: %d sessions x %g chunks/s for %v (%.0f messages/s while streaming), loopback, %d CPUs, %s\n",
 		opts.Sessions, opts.Rate, opts.Duration, float64(opts.Sessions)*opts.Rate, numCPU(), mode)
-	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s\n",
-		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU")
-	lost := false
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+	wake := monitor.WakeLatency(ctx, time.Second)
+	fmt.Fprintf(w, "this machine, idle: a 1 ms sleep wakes late by p50 %s, p99 %s, max %s (the floor under the latencies below)\n",
+		ms(wake.P50), ms(wake.P99), ms(wake.Max))
+	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s %6s\n",
+		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU", "steal")
+	lost := false
 	row := func(name string, r monitor.LoadResult) {
 		recv, lostS := fmt.Sprint(r.Received), fmt.Sprint(r.Lost)
 		if r.Received < 0 {
@@ -700,8 +703,12 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 		if r.TargetCPU > 0 {
 			tcpu = fmt.Sprintf("%.0f%%", r.TargetCores*100)
 		}
-		fmt.Fprintf(w, "%-8s %9d %9s %6s %9.0f %9s %7d %10s %10s %10s %10s %10s %10s %8.0f%% %9s\n",
-			name, r.Sent, recv, lostS, r.Rate, ms(r.SendLagP99), r.Drains, p50, p99, pmax, fire, raise, read, r.Cores*100, tcpu)
+		steal := "-"
+		if r.Steal >= 0 {
+			steal = fmt.Sprintf("%.1f%%", r.Steal*100)
+		}
+		fmt.Fprintf(w, "%-8s %9d %9s %6s %9.0f %9s %7d %10s %10s %10s %10s %10s %10s %8.0f%% %9s %6s\n",
+			name, r.Sent, recv, lostS, r.Rate, ms(r.SendLagP99), r.Drains, p50, p99, pmax, fire, raise, read, r.Cores*100, tcpu, steal)
 		if r.Lost > 0 {
 			lost = true
 		}
@@ -778,10 +785,11 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 	fmt.Fprintln(w, "msgs/s: sent over the streaming time (stalls and turn ends included); send-lag: p99 lateness of the senders;\n"+
 		"drain-*: from the moment a buffer drained to the arrival of its underrun_started event at an /events subscriber\n"+
 		"here (the kernel's receive stamp of its bytes, where the system gives one); fire-p99: how late the monitor's\n"+
-		"drain timer fired; sent-p99: the part inside the monitor, from the drain to the event queued for\n"+
-		"subscribers; read-p99: from the drain to when the subscriber\n"+
-		"read the event (adds this process's own scheduling); load-CPU: this process (the clients, and in-process\n"+
-		"targets); target-CPU: the target's own process; 100% = one core")
+		"drain timer fired; sent-p99: the part inside the monitor, from the drain to the event raised (about to be\n"+
+		"written to the subscribers' sockets); read-p99: from the drain to when the subscriber read the event\n"+
+		"(adds this process's own scheduling); load-CPU: this process (the clients, and in-process\n"+
+		"targets); target-CPU: the target's own process; 100% = one core; steal: the machine's CPU time its\n"+
+		"hypervisor gave to other guests during the run (every latency grows with it)")
 	if lost {
 		return errFail
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/procfs"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
@@ -136,6 +137,11 @@ type LoadResult struct {
 	// (LoadOptions.TargetCPU); TargetCores is TargetCPU / Elapsed.
 	TargetCPU   time.Duration
 	TargetCores float64
+	// Steal is the share of the machine's CPU time that its hypervisor
+	// gave to other guests during the run (Linux's steal time; -1 where
+	// the system does not tell): on a busy host every latency here grows
+	// with it, whatever the target does.
+	Steal float64
 }
 
 // Latency summarizes a sample of delays.
@@ -242,6 +248,7 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	// stream
 	interval := time.Duration(float64(time.Second) / opts.Rate)
 	cpu0 := processCPU()
+	all0, steal0, stealOK := machineCPU()
 	var tcpu0 time.Duration
 	if opts.TargetCPU != nil {
 		tcpu0 = opts.TargetCPU()
@@ -337,6 +344,10 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		time.Sleep(500 * time.Millisecond) // the last drains
 	}
 	res.CPU = processCPU() - cpu0
+	res.Steal = -1
+	if all1, steal1, ok := machineCPU(); ok && stealOK && all1 > all0 {
+		res.Steal = (steal1 - steal0) / (all1 - all0)
+	}
 	if opts.TargetCPU != nil {
 		res.TargetCPU = opts.TargetCPU() - tcpu0
 	}
@@ -371,6 +382,36 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// machineCPU returns the CPU time, in seconds, that the machine's CPUs
+// have spent so far, and the part of it stolen by the hypervisor; ok is
+// false where the system does not tell (no /proc/stat).
+func machineCPU() (all, steal float64, ok bool) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, 0, false
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, 0, false
+	}
+	c := st.CPUTotal
+	return c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal, c.Steal, true
+}
+
+// WakeLatency samples, for d, how late a 1 ms sleep wakes on this
+// machine: the floor under every latency Load measures. A quiet machine
+// wakes within a fraction of a millisecond; a virtual machine whose host
+// is busy can wake milliseconds late with nothing running in it.
+func WakeLatency(ctx context.Context, d time.Duration) Latency {
+	var late []float64
+	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
+		t := time.Now()
+		time.Sleep(time.Millisecond)
+		late = append(late, float64(time.Since(t)-time.Millisecond)/1e6)
+	}
+	return summarizeLatency(late)
 }
 
 // DrainReport is what an /events subscriber saw of the underrun_started
