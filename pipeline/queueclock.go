@@ -30,6 +30,7 @@ import (
 // its batch.
 type QueueClock struct {
 	epoch time.Time
+	batch func(run func())
 	next  atomic.Int64 // when the earliest pending call is due, ns since epoch (MaxInt64: none)
 
 	mu      sync.Mutex
@@ -40,9 +41,12 @@ type QueueClock struct {
 	running bool          // the clock's goroutine exists
 }
 
-// NewQueueClock returns a QueueClock.
-func NewQueueClock() *QueueClock {
-	c := &QueueClock{epoch: time.Now()}
+// NewQueueClock returns a QueueClock. batch, when not nil, is given each
+// batch of more than one due call to make (it must call run once): a
+// server can hold what the calls send and send it together when run
+// returns.
+func NewQueueClock(batch func(run func())) *QueueClock {
+	c := &QueueClock{epoch: time.Now(), batch: batch}
 	c.next.Store(math.MaxInt64)
 	return c
 }
@@ -100,8 +104,15 @@ func (c *QueueClock) runDue() bool {
 		c.timer.Reset(c.armed - now)
 	}
 	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
+	run := func() {
+		for _, t := range due {
+			t.f()
+		}
+	}
+	if len(due) > 1 && c.batch != nil {
+		c.batch(run)
+	} else {
+		run()
 	}
 	return len(due) > 0
 }

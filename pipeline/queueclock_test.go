@@ -24,7 +24,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // runs.
 func TestQueueClockOrder(t *testing.T) {
 	t.Parallel()
-	c := NewQueueClock()
+	c := NewQueueClock(nil)
 	var mu sync.Mutex
 	var got []string
 	add := func(s string) func() {
@@ -58,7 +58,12 @@ func TestQueueClockOrder(t *testing.T) {
 // when it made some.
 func TestQueueClockRunDue(t *testing.T) {
 	t.Parallel()
-	c := NewQueueClock()
+	var batched, inBatch atomic.Int32
+	c := NewQueueClock(func(run func()) {
+		inBatch.Add(1)
+		run()
+		inBatch.Add(-1)
+	})
 	const n = 2000
 	var left atomic.Int32
 	left.Store(n)
@@ -70,6 +75,9 @@ func TestQueueClockRunDue(t *testing.T) {
 		c.AfterFunc(d, func() {
 			if time.Now().Before(due) {
 				early.Add(1)
+			}
+			if inBatch.Load() > 0 {
+				batched.Add(1)
 			}
 			ran[i].Add(1)
 			left.Add(-1)
@@ -89,7 +97,10 @@ func TestQueueClockRunDue(t *testing.T) {
 	if k := early.Load(); k > 0 {
 		t.Errorf("%d calls ran before their time", k)
 	}
-	t.Logf("RunDue made calls %d times", made)
+	t.Logf("RunDue made calls %d times; %d calls in batches", made, batched.Load())
+	if batched.Load() == 0 { // 40 calls come due every 100 µs
+		t.Error("no batch of calls went through the batch function")
+	}
 	if c.RunDue() {
 		t.Error("RunDue with nothing due = true")
 	}
@@ -99,7 +110,7 @@ func TestQueueClockRunDue(t *testing.T) {
 // clock.
 func TestQueueClockReentrant(t *testing.T) {
 	t.Parallel()
-	c := NewQueueClock()
+	c := NewQueueClock(nil)
 	done := make(chan struct{})
 	c.AfterFunc(0, func() {
 		c.RunDue() // another call is being made: nothing to do

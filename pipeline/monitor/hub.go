@@ -21,12 +21,12 @@ type subscriber struct {
 	conn     *websocket.Conn
 	bc       *batchConn
 	page     bool
-	mu       sync.Mutex // one writer of messages at a time (gorilla's rule)
-	selected atomic.Pointer[string]
-	dropped  bool          // removed from the hub (hub.mu held)
-	slow     bool          // dropped for reading too slowly
-	quit     chan struct{} // closed when dropped
-	done     chan struct{} // closed when the connection is finished
+	mu       sync.Mutex             // one writer of messages at a time (gorilla's rule)
+	selected atomic.Pointer[string] // the session a page charts
+	dropped  bool                   // removed from the hub (hub.mu held)
+	slow     bool                   // dropped for reading too slowly
+	quit     chan struct{}          // closed when dropped
+	done     chan struct{}          // closed when the connection is finished
 }
 
 // newSubscriber makes a subscriber of a connection upgraded through
@@ -44,6 +44,8 @@ type hub struct {
 	closed bool
 	queue  int // the most messages a subscriber may be behind
 	onDrop func(page bool)
+	// batches is how many batches of timer calls are running (see batch)
+	batches atomic.Int32
 }
 
 func newHub(queue int, onDrop func(page bool)) *hub {
@@ -64,6 +66,32 @@ func (h *hub) add(s *subscriber, writeTimeout time.Duration) bool {
 	h.mu.Unlock()
 	go s.write(writeTimeout)
 	return true
+}
+
+// batch runs a batch of timer calls (pipeline.QueueClock): the messages
+// raised meanwhile are held and go out together when it ends, one write
+// per subscriber, so a burst of events, as when a whole fleet stalls at
+// once, costs one system call per subscriber, not one each.
+func (h *hub) batch(run func()) {
+	h.batches.Add(1)
+	run()
+	h.batches.Add(-1)
+	h.flush()
+}
+
+// flush sends what every subscriber holds.
+func (h *hub) flush() {
+	var broken []*subscriber
+	h.mu.RLock()
+	for s := range h.subs {
+		if s.bc.flush() != nil {
+			broken = append(broken, s)
+		}
+	}
+	h.mu.RUnlock()
+	for _, s := range broken {
+		h.drop(s, false)
+	}
 }
 
 // maxBatch is the most bytes one write to a subscriber's socket carries.
@@ -99,16 +127,18 @@ func (s *subscriber) write(timeout time.Duration) {
 // one), and what the socket does not take is kept, in order, for the
 // subscriber's writer to finish (drain); later writes queue behind it and
 // go out together, so a burst of messages to a slow reader costs a few
-// system calls, not one each.
+// system calls, not one each. Between hold and flush, writes collect and
+// go out in one.
 type batchConn struct {
 	net.Conn
 	raw  *rawWriter // nil: no write is tried without waiting
 	wake chan struct{}
 
 	mu       sync.Mutex // orders every write
-	draining bool       // the writer owns the socket: writes queue in rest
-	rest     []byte     // bytes not yet taken by the socket
-	behind   int        // messages queued behind an unfinished write
+	holding  bool
+	draining bool   // the writer owns the socket: writes queue in rest
+	rest     []byte // bytes held or not yet taken by the socket
+	behind   int    // messages queued behind an unfinished write
 	err      error
 	writes   atomic.Int64 // writes that reached the socket
 }
@@ -167,29 +197,55 @@ func (c *batchConn) Write(p []byte) (int, error) {
 	}
 	if c.draining {
 		c.behind++
-		c.rest = append(c.rest, p...)
-		return len(p), nil
 	}
-	n := 0
+	c.rest = append(c.rest, p...)
+	if !c.draining && !c.holding {
+		c.send()
+	}
+	return len(p), nil
+}
+
+// send writes rest as far as the socket takes it at once and leaves the
+// remainder to the writer (mu held, not draining).
+func (c *batchConn) send() {
 	if c.raw != nil {
-		for n < len(p) {
-			m := c.raw.tryWrite(p[n:min(len(p), n+maxBatch)])
+		n := 0
+		for n < len(c.rest) {
+			m := c.raw.tryWrite(c.rest[n:min(len(c.rest), n+maxBatch)])
 			if m <= 0 {
 				break
 			}
 			c.writes.Add(1)
 			n += m
 		}
+		c.rest = c.rest[:copy(c.rest, c.rest[n:])]
 	}
-	if n < len(p) {
-		c.rest = append(c.rest, p[n:]...)
+	if len(c.rest) > 0 {
 		c.draining, c.behind = true, 1
 		select {
 		case c.wake <- struct{}{}:
 		default:
 		}
 	}
-	return len(p), nil
+}
+
+// hold starts collecting writes.
+func (c *batchConn) hold() {
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// flush sends what was collected and stops collecting; it reports a
+// broken connection.
+func (c *batchConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	if c.err == nil && !c.draining && len(c.rest) > 0 {
+		c.send()
+	}
+	return c.err
 }
 
 // drain writes what the socket did not take at once, waiting at most
@@ -243,14 +299,23 @@ func (h *hub) publish(msg []byte, session string) {
 }
 
 // write hands msg to s's connection; false when s is broken or too far
-// behind.
+// behind. While a batch runs the message is held for the batch's flush
+// (or sent here, when every batch has ended meanwhile).
 func (h *hub) write(s *subscriber, msg []byte) bool {
 	if s.bc.full(h.queue) {
 		return false
 	}
+	batching := h.batches.Load() > 0
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conn.WriteMessage(websocket.TextMessage, msg) == nil
+	if batching {
+		s.bc.hold()
+	}
+	err := s.conn.WriteMessage(websocket.TextMessage, msg)
+	s.mu.Unlock()
+	if err == nil && batching && h.batches.Load() == 0 {
+		err = s.bc.flush()
+	}
+	return err == nil
 }
 
 // send sends msg to one subscriber, dropping it when it is too far behind

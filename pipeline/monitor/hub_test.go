@@ -53,6 +53,30 @@ func burstMessage(i int, pad string) string {
 	return `{"type":"underrun_started","n":` + strconv.Itoa(i) + `,"pad":"` + pad + `"}`
 }
 
+// TestBatchIsOneWrite: the events a batch of timer calls raises reach a
+// subscriber whole and in order, in one write, not one each.
+func TestBatchIsOneWrite(t *testing.T) {
+	t.Parallel()
+	const n = 500
+	h := newHub(16, nil)
+	subs := make(chan *subscriber, 1)
+	c := dialT(t, serveHub(t, h, subs), "/", nil)
+	sub := <-subs
+	before := sub.bc.writes.Load()
+	h.batch(func() {
+		for i := range n {
+			h.publish([]byte(burstMessage(i, "")), "")
+		}
+	})
+	if w := sub.bc.writes.Load() - before; w != 1 {
+		t.Errorf("a batch of %d events took %d writes, want 1", n, w)
+	}
+	for _, d := range h.close() {
+		<-d
+	}
+	readBurst(t, c, n, "", websocket.CloseGoingAway)
+}
+
 // TestBurstIsCoalesced: messages written while the socket is busy go
 // out, whole and in order, in a few writes, not one each.
 func TestBurstIsCoalesced(t *testing.T) {

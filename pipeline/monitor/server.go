@@ -155,7 +155,8 @@ func New(opts Options) (*Server, error) {
 		s.log.Warn().Str("event", "subscriber_dropped").Str("kind", kind).Msg("subscriber too slow: dropped")
 	})
 	if s.clock == nil {
-		s.timers = pipeline.NewQueueClock()
+		// the events a burst of drains raises go out together
+		s.timers = pipeline.NewQueueClock(s.hub.batch)
 		s.clock = s.timers
 	}
 	if opts.Record != nil {
