@@ -12,8 +12,9 @@ import (
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine (or, for a ManualClock, in
-	// the goroutine that moves the clock) once d has passed, unless the
+	// AfterFunc calls f in its own goroutine (a ManualClock: in the
+	// goroutine that moves the clock; a QueueClock: on the clock's
+	// goroutine or in one calling RunDue) once d has passed, unless the
 	// returned Timer is stopped first.
 	AfterFunc(d time.Duration, f func()) Timer
 }
