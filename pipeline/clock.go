@@ -7,7 +7,8 @@ import (
 )
 
 // Clock is the Guard's only view of time: it tells the time and runs a
-// function after a delay. RealClock is the wall clock; ManualClock is a
+// function after a delay. RealClock is the wall clock; QueueClock is the
+// wall clock with one timer queue, for a busy server; ManualClock is a
 // clock that moves only when told to, for tests and virtual-time runs.
 type Clock interface {
 	// Now returns the current time.
