@@ -377,8 +377,14 @@ Without --to the command starts, on loopback, a bare gorilla websocket echo
 server (the ceiling: what the websocket layer alone costs) and then a monitor,
 each in a process of its own (this executable), and drives each with the same
 load; the /events subscriber runs in a process of its own too, so that it
-reads each event as it arrives. --in-process runs them all inside this
-process instead, sharing its CPUs with the load. With --to it drives that
+reads each event as it arrives. On Linux with two CPUs or more, each target
+runs on the first half of them and the load with its subscriber on the rest,
+as on machines of their own (--share-cpus lets them mix: the target then
+waits for the load generator's threads too). --in-process runs them all
+inside this process instead, sharing its CPUs with the load. Before the runs
+the command samples this machine's floor (how late a 1 ms sleep wakes) and
+reports, per run, the CPU time the hypervisor gave to other guests (steal):
+latencies measured on a busy host grow with both. With --to it drives that
 running monitor (start it with --chunking token --token-audio 50ms
 --tts-latency 0 --rtf 0 for the drains); lost messages are then counted from
 its /metrics.
@@ -393,7 +399,7 @@ const monitorLoadExample = `  underrun monitor load                             
 
 func newMonitorLoadCommand(e *env) *cobra.Command {
 	opts := monitor.LoadOptions{}
-	var noEcho, inProcess bool
+	var noEcho, inProcess, shareCPUs bool
 	cmd := &cobra.Command{
 		Use:     "load",
 		Short:   "Drive a monitor (and an echo server, the ceiling) with many live sessions",
@@ -404,7 +410,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
 				return usagef("--sessions, --rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
 			}
-			return runLoad(cmd.Context(), e, opts, noEcho, inProcess)
+			return runLoad(cmd.Context(), e, opts, noEcho, inProcess, shareCPUs)
 		},
 	}
 	fs := cmd.Flags()
@@ -419,6 +425,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.BoolVar(&opts.Aligned, "aligned", false, "keep every session's turns in step: all buffers drain at once")
 	fs.BoolVar(&noEcho, "no-echo", false, "skip the echo-server ceiling")
 	fs.BoolVar(&inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
+	fs.BoolVar(&shareCPUs, "share-cpus", false, "let the targets and the load share every CPU (by default each target runs on half of them, the load on the rest)")
 	return cmd
 }
 
@@ -471,7 +478,7 @@ func spawnWatch(ctx context.Context, url, token string) (func() (monitor.DrainRe
 	if err != nil {
 		return nil, err
 	}
-	if err := startChild(ctx, cmd, "subscribe", func(line string) bool { return line == watchingLine }); err != nil {
+	if err := startChild(ctx, cmd, nil, "subscribe", func(line string) bool { return line == watchingLine }); err != nil {
 		return nil, err
 	}
 	return func() (monitor.DrainReport, error) {
@@ -532,13 +539,13 @@ var listenLine = regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
 
 // spawn starts this executable with args, waits for it to say where it
 // listens, and returns it as a target.
-func spawn(ctx context.Context, args ...string) (*target, error) {
+func spawn(ctx context.Context, cpus []int, args ...string) (*target, error) {
 	cmd, err := selfCommand(args...)
 	if err != nil {
 		return nil, err
 	}
 	t := &target{}
-	if err := startChild(ctx, cmd, "say where it listens", func(line string) bool {
+	if err := startChild(ctx, cmd, cpus, "say where it listens", func(line string) bool {
 		if m := listenLine.FindStringSubmatch(line); m != nil {
 			t.url = "http://" + m[1]
 		}
@@ -564,17 +571,17 @@ func selfCommand(args ...string) (*exec.Cmd, error) {
 	return exec.Command(exe, args...), nil
 }
 
-// startChild starts cmd and waits, at most 10 s, for a line on its
-// standard error for which ready is true (what names that moment, for the
-// error); the rest of its standard error is read and dropped. On failure
-// the child is killed.
-func startChild(ctx context.Context, cmd *exec.Cmd, what string, ready func(line string) bool) error {
+// startChild starts cmd on cpus (none: anywhere) and waits, at most 10 s,
+// for a line on its standard error for which ready is true (what names
+// that moment, for the error); the rest of its standard error is read and
+// dropped. On failure the child is killed.
+func startChild(ctx context.Context, cmd *exec.Cmd, cpus []int, what string, ready func(line string) bool) error {
 	name := strings.Join(cmd.Args, " ")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startOn(cmd, cpus); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	done := make(chan error, 1)
@@ -671,7 +678,7 @@ func inProcess(echo bool, opts monitor.LoadOptions) (*target, error) {
 
 // runLoad drives an echo server and a monitor (or the monitor at opts.URL)
 // with the load and prints what each took.
-func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here bool) error {
+func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here, shareCPUs bool) error {
 	w := e.stdout
 	mode := "each target in its own process"
 	switch {
@@ -682,6 +689,21 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 	}
 	fmt.Fprintf(w, "load: %d sessions x %g chunks/s for %v (%.0f messages/s while streaming), loopback, %d CPUs, %s\n",
 		opts.Sessions, opts.Rate, opts.Duration, float64(opts.Sessions)*opts.Rate, numCPU(), mode)
+	// the target on CPUs of its own, as it would be on a server of its
+	// own: sharing them with the load, it waits for the load generator's
+	// threads and its latency measures the benchmark rather than itself
+	var targetCPUs []int
+	if opts.URL == "" && !here && !shareCPUs {
+		if tc, lc, ok := cpuSplit(); ok {
+			restore, err := pinSelf(lc)
+			if err != nil {
+				return fmt.Errorf("load: keeping the load on CPUs %v: %w", lc, err)
+			}
+			defer restore()
+			targetCPUs = tc
+			fmt.Fprintf(w, "CPUs: each target on %v; the load and its events subscriber on %v (--share-cpus mixes them)\n", tc, lc)
+		}
+	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 	wake := monitor.WakeLatency(ctx, time.Second)
 	fmt.Fprintf(w, "this machine, idle: a 1 ms sleep wakes late by p50 %s, p99 %s, max %s (the floor under the latencies below)\n",
@@ -768,9 +790,9 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 			case here:
 				t, err = inProcess(name == "echo", opts)
 			case name == "echo":
-				t, err = spawn(ctx, "monitor", "echo", "--listen", "127.0.0.1:0")
+				t, err = spawn(ctx, targetCPUs, "monitor", "echo", "--listen", "127.0.0.1:0")
 			default:
-				t, err = spawn(ctx, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--chunking", "token",
+				t, err = spawn(ctx, targetCPUs, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--chunking", "token",
 					"--token-audio", monitor.LoadTokenAudio.String(), "--tts-latency", "0", "--rtf", "0",
 					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions+10))
 			}

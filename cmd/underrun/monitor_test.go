@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,12 +202,23 @@ func TestReplayToMonitor(t *testing.T) {
 func TestMonitorLoadOwnProcesses(t *testing.T) {
 	// not parallel: the environment tells the children to be the command
 	t.Setenv("UNDERRUN_TEST_EXEC", "1")
+	cpus := allowedCPUs(os.Getpid())
+	procs := runtime.GOMAXPROCS(0)
 	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "800ms", "--turn-chunks", "12", "--stall-after", "4")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "each target in its own process") {
 		t.Errorf("not run in processes of their own:\n%s", out)
+	}
+	// on Linux with two CPUs or more, the targets ran on CPUs of their own
+	// (startOn checks each child's) and the load on the others, and this
+	// process got its CPUs back
+	if _, _, ok := cpuSplit(); ok && !strings.Contains(out, "CPUs: each target on [") {
+		t.Errorf("the targets did not get CPUs of their own:\n%s", out)
+	}
+	if got := allowedCPUs(os.Getpid()); !slices.Equal(got, cpus) || runtime.GOMAXPROCS(0) != procs {
+		t.Errorf("after the load this process runs on CPUs %v with GOMAXPROCS %d, want %v and %d", got, runtime.GOMAXPROCS(0), cpus, procs)
 	}
 	m := regexp.MustCompile(`\nmonitor +(\d+) +(\d+) +0 +\d+ +\S+ +([1-9]\d*) `).FindStringSubmatch(out)
 	if m == nil || m[1] != m[2] {

@@ -1,0 +1,118 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// cpuSplit divides the CPUs this process may run on in two: the first
+// half for a target under load, the rest for the load; ok is false with
+// fewer than two.
+func cpuSplit() (target, load []int, ok bool) {
+	cpus := allowedCPUs(0)
+	if len(cpus) < 2 {
+		return nil, nil, false
+	}
+	h := len(cpus) / 2
+	return cpus[:h], cpus[h:], true
+}
+
+// allowedCPUs returns the CPUs thread or process id may run on (0: the
+// calling thread).
+func allowedCPUs(id int) []int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(id, &set) != nil {
+		return nil
+	}
+	var cpus []int
+	for i := range 1024 { // CPU_SETSIZE
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
+
+func cpuSet(cpus []int) *unix.CPUSet {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	return &set
+}
+
+// pinSelf keeps every thread of this process, and the threads and
+// processes they start, on cpus, with as many Go threads running at once;
+// restore undoes it.
+func pinSelf(cpus []int) (restore func(), err error) {
+	before := allowedCPUs(0)
+	procs := runtime.GOMAXPROCS(len(cpus))
+	setAll := func(cpus []int) error {
+		set := cpuSet(cpus)
+		// twice: a thread started during the first pass by a thread not
+		// yet pinned is caught by the second
+		for range 2 {
+			tasks, err := os.ReadDir("/proc/self/task")
+			if err != nil {
+				return err
+			}
+			for _, t := range tasks {
+				tid, err := strconv.Atoi(t.Name())
+				if err != nil {
+					continue
+				}
+				if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	restore = func() {
+		setAll(before)
+		runtime.GOMAXPROCS(procs)
+	}
+	if err := setAll(cpus); err != nil {
+		restore()
+		return nil, err
+	}
+	return restore, nil
+}
+
+// startOn starts cmd on cpus (none: anywhere). The child inherits the CPUs
+// of the thread that starts it, so it starts from a thread of its own,
+// pinned for the purpose and then let go; its Go runtime sizes itself to
+// them.
+func startOn(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// never unlocked: the thread ends with this goroutine, its CPUs
+		// with it
+		runtime.LockOSThread()
+		if err := unix.SchedSetaffinity(0, cpuSet(cpus)); err != nil {
+			errc <- err
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	if err := <-errc; err != nil {
+		return err
+	}
+	if got := allowedCPUs(cmd.Process.Pid); !slices.Equal(got, cpus) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("%s runs on CPUs %v, want %v", cmd.Path, got, cpus)
+	}
+	return nil
+}
