@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -615,36 +615,29 @@ func startChild(ctx context.Context, cmd *exec.Cmd, cpus []int, what string, rea
 // processCPUOf returns the CPU time (user and system) of a process, read
 // from /proc (0 where there is none).
 func processCPUOf(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
-	// the fields after the command name, which is in parentheses
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	st, err := p.Stat()
+	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+	return time.Duration(st.CPUTime() * float64(time.Second))
 }
 
-// peakMemoryOf returns a process's peak resident memory, from /proc.
+// peakMemoryOf returns a process's peak resident memory, from /proc
+// ("" where there is none).
 func peakMemoryOf(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
+	st, err := p.NewStatus()
+	if err != nil || st.VmHWM == 0 {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("%d kB", st.VmHWM/1024)
 }
 
 // inProcess starts an echo server or a monitor inside this process.
