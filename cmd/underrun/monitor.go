@@ -93,6 +93,7 @@ type monitorCommand struct {
 	maxSessions int
 	grace       time.Duration
 	gcMemory    int
+	loadModel   bool
 }
 
 // defaultGCMemory is the heap, in MiB, the monitor lets grow between
@@ -120,10 +121,11 @@ func newMonitorCommand(e *env) *cobra.Command {
 	fs.Int64Var(&c.maxMessage, "max-message", monitor.DefaultMaxMessage, "largest ingest message in `BYTES`")
 	fs.Float64Var(&c.rate, "rate", monitor.DefaultRate, "messages per second each ingest connection may send")
 	fs.IntVar(&c.burst, "burst", monitor.DefaultBurst, "messages an ingest connection may send at once above --rate")
-	fs.IntVar(&c.queue, "queue", monitor.DefaultQueue, "messages waiting for a subscriber or page before it is dropped")
+	fs.IntVar(&c.queue, "queue", monitor.DefaultQueue, "messages a subscriber or page may fall behind before it is dropped")
 	fs.IntVar(&c.maxSessions, "max-sessions", monitor.DefaultMaxSessions, "ingest connections open at once")
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
+	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (each token 50 ms, token chunking, no synthesizer latency), in place of the speech flags")
 	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorEchoCommand(e), newMonitorWatchCommand(e))
 	return cmd
 }
@@ -212,6 +214,9 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	cfg, err := c.engine.config()
 	if err != nil {
 		return err
+	}
+	if c.loadModel {
+		cfg = monitor.LoadConfig()
 	}
 	if err := checkListen(c.listen, c.token); err != nil {
 		return err
@@ -385,9 +390,8 @@ inside this process instead, sharing its CPUs with the load. Before the runs
 the command samples this machine's floor (how late a 1 ms sleep wakes) and
 reports, per run, the CPU time the hypervisor gave to other guests (steal):
 latencies measured on a busy host grow with both. With --to it drives that
-running monitor (start it with --chunking token --token-audio 50ms
---tts-latency 0 --rtf 0 for the drains); lost messages are then counted from
-its /metrics.
+running monitor (start it with --load-model for the drains); lost messages
+are then counted from its /metrics.
 
 Exit codes: 0 no message lost; 1 messages were lost; 2 bad usage, or a target
 could not be started.`
@@ -785,8 +789,7 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 			case name == "echo":
 				t, err = spawn(ctx, targetCPUs, "monitor", "echo", "--listen", "127.0.0.1:0")
 			default:
-				t, err = spawn(ctx, targetCPUs, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--chunking", "token",
-					"--token-audio", monitor.LoadTokenAudio.String(), "--tts-latency", "0", "--rtf", "0",
+				t, err = spawn(ctx, targetCPUs, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--load-model",
 					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions+10))
 			}
 			if err != nil {
