@@ -175,7 +175,18 @@ func (g *Guard) Open() int {
 // Begin opens a turn whose request is being sent now: chunk times count
 // from this moment.
 func (g *Guard) Begin(turnID, session string) error {
+	return g.BeginAt(turnID, session, g.clock.Now())
+}
+
+// BeginAt opens a turn that began at start (on the Guard's clock; a start
+// in the future is taken as now): chunk times count from that moment. A
+// server that learns of turns a little after they began (it reads its
+// socket late) passes when the news arrived.
+func (g *Guard) BeginAt(turnID, session string, start time.Time) error {
 	now := g.clock.Now()
+	if start.Before(now) {
+		now = start
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {

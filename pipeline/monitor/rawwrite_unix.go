@@ -5,6 +5,8 @@ package monitor
 import (
 	"net"
 	"syscall"
+
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 
 // rawWriter writes to a socket without waiting for it.
@@ -13,6 +15,9 @@ type rawWriter struct{ rc syscall.RawConn }
 // newRawWriter returns a rawWriter for c, or nil where c has no file
 // descriptor to write to.
 func newRawWriter(c net.Conn) *rawWriter {
+	if s, ok := c.(*rxstamp.Conn); ok { // stamps its reads; writes as it wraps
+		c = s.Conn
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 
 // Defaults of a Server.
@@ -351,10 +352,14 @@ func (s *Server) ingest(conn *websocket.Conn, sess *session) {
 		if err != nil {
 			return
 		}
+		var arrived time.Time
 		if s.timers != nil {
 			// the timers due run here, on a thread that is running,
 			// rather than wait for the one that holds the runtime timer
 			s.timers.RunDue()
+			// the message counts from when its bytes came (Serve stamps
+			// connections), not from when this goroutine got to read them
+			arrived, _ = rxstamp.Stamp(conn.NetConn())
 		}
 		buf.Reset()
 		if _, err := buf.ReadFrom(rd); err != nil {
@@ -373,7 +378,7 @@ func (s *Server) ingest(conn *websocket.Conn, sess *session) {
 			s.refuse(conn, sess, reasonMalformed, m.Turn, err)
 			continue
 		}
-		if err := sess.handle(m); err != nil {
+		if err := sess.handle(m, arrived); err != nil {
 			s.refuse(conn, sess, reasonRejected, m.Turn, err)
 			continue
 		}
@@ -766,6 +771,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 // Serve serves the monitor on ln until ctx ends, then shuts it down,
 // giving connections grace to close.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	if s.timers != nil {
+		// on the wall clock, messages are timed by the kernel's receive
+		// stamp where the system gives one
+		ln = rxstamp.Listener(ln)
+	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

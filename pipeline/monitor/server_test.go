@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -601,5 +602,131 @@ func TestServeListenerFailureEndsInGrace(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after the listener failed")
+	}
+}
+
+// warmStamps waits until this system stamps received bytes: the kernel
+// turns its stamping on a moment after the first socket asks for it.
+func warmStamps(t *testing.T) {
+	t.Helper()
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := rxstamp.Listener(plain)
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	buf := make([]byte, 1)
+	for range 100 {
+		client.Write([]byte("w"))
+		if _, err := srv.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := rxstamp.Stamp(srv); ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Skip("no kernel receive stamps after 100 reads")
+}
+
+// gateWriter blocks every write until it is opened.
+type gateWriter struct {
+	open, waiting chan struct{}
+	once          sync.Once
+	mu            sync.Mutex
+	buf           bytes.Buffer
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.once.Do(func() { close(g.waiting) })
+	<-g.open
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.buf.Write(p)
+}
+
+// TestIngestTimedByArrival: on the wall clock, Serve times a message by
+// when its bytes came, not by when the monitor got to read them. The
+// recording's first flush blocks (a slow disk), which holds the session's
+// reader up in the middle of one chunk while the next one arrives.
+func TestIngestTimedByArrival(t *testing.T) {
+	t.Parallel()
+	if !rxstamp.Supported() {
+		t.Skip("this system gives no kernel receive stamps")
+	}
+	warmStamps(t)
+	gate := &gateWriter{open: make(chan struct{}), waiting: make(chan struct{})}
+	s, err := New(Options{Config: tokenConfig(100*time.Millisecond, 0), Record: gate, FlushInterval: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, 2*time.Second) }()
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+ln.Addr().String()+"/ingest?session=s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(msg string) {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); s.Stats().Received < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the monitor took %+v, want %d messages", s.Stats(), n)
+			}
+		}
+	}
+	send(`{"type":"turn_start","turn":"t"}`)
+	send(`{"type":"chunk","turn":"t","text":"a"}`)
+	took(2)
+	<-gate.waiting                                  // the first flush now holds the recording
+	send(`{"type":"chunk","turn":"t","text":" b"}`) // read at once, then held up recording it
+	time.Sleep(100 * time.Millisecond)
+	send(`{"type":"chunk","turn":"t","text":" c"}`) // arrives while the reader is held up
+	time.Sleep(100 * time.Millisecond)
+	close(gate.open)
+	took(4)
+	c.Close()
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	var at []time.Duration
+	for _, line := range strings.Split(gate.buf.String(), "\n") {
+		if i := strings.Index(line, `"t_ns":`); i >= 0 && strings.Contains(line, `"type":"chunk"`) {
+			i += len(`"t_ns":`)
+			ns, err := strconv.ParseInt(line[i:i+strings.IndexAny(line[i:], ",}")], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at = append(at, time.Duration(ns))
+		}
+	}
+	if len(at) != 3 {
+		t.Fatalf("recorded %d chunks, want 3:\n%s", len(at), gate.buf.String())
+	}
+	// c came 100 ms after b, and was read about 200 ms after it
+	if gap := at[2] - at[1]; gap < 80*time.Millisecond || gap > 150*time.Millisecond {
+		t.Errorf("chunk c recorded %v after b, want about 100ms (when it came, not when it was read)", gap)
 	}
 }

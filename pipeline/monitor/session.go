@@ -88,16 +88,16 @@ func (s *Server) newSession(id, remote string) (*session, error) {
 }
 
 // handle applies one message from the voice app.
-func (sess *session) handle(m Message) error {
+func (sess *session) handle(m Message, arrived time.Time) error {
 	switch m.Type {
 	case TypeTurnStart:
-		return sess.turnStart(m)
+		return sess.turnStart(m, arrived)
 	case TypeChunk:
-		return sess.chunk(m)
+		return sess.chunk(m, arrived)
 	case TypeTurnEnd:
 		return sess.turnEnd(m)
 	case TypeBargeIn:
-		return sess.bargeIn(m)
+		return sess.bargeIn(m, arrived)
 	case TypeTTS:
 		f, err := sess.scale.learn(m.Text, m.Audio)
 		if err != nil {
@@ -111,7 +111,7 @@ func (sess *session) handle(m Message) error {
 	return fmt.Errorf("%w: unknown type %q", ErrMessage, m.Type)
 }
 
-func (sess *session) turnStart(m Message) error {
+func (sess *session) turnStart(m Message, arrived time.Time) error {
 	sess.mu.Lock()
 	_, open := sess.turns[m.Turn]
 	n := len(sess.turns)
@@ -122,10 +122,13 @@ func (sess *session) turnStart(m Message) error {
 	case n >= MaxTurns:
 		return fmt.Errorf("%w: turn %q: %d turns are already open in this session", ErrRejected, m.Turn, n)
 	}
-	if err := sess.guard.Begin(m.Turn, sess.id); err != nil {
+	begin := sess.srv.clock.Now()
+	if !arrived.IsZero() && arrived.Before(begin) {
+		begin = arrived
+	}
+	if err := sess.guard.BeginAt(m.Turn, sess.id, begin); err != nil {
 		return fmt.Errorf("%w: turn %q: %w", ErrRejected, m.Turn, err)
 	}
-	begin := sess.srv.clock.Now()
 	ts := &turnState{id: m.Turn, rec: recordName(sess.id, m.Turn), begin: begin}
 	sess.mu.Lock()
 	sess.turns[m.Turn] = ts
@@ -154,26 +157,35 @@ const ClientAhead = 25 * time.Millisecond
 
 // at is the time of a message in turn ts: the client's t_ms when given
 // (at most ClientAhead past now: the engine cannot be told the far
-// future), else now.
-func (sess *session) at(ts *turnState, m Message) time.Duration {
+// future), else when it arrived (the kernel's receive time, where the
+// monitor has one), else now.
+func (sess *session) at(ts *turnState, m Message, arrived time.Time) time.Duration {
 	now := sess.srv.clock.Now().Sub(ts.begin)
-	if m.HasAt {
+	switch {
+	case m.HasAt:
 		// a time of 0 would mean "now" to the Guard: a nanosecond later is
 		// the client's 0
 		return max(min(m.At, now+ClientAhead), 1)
+	case !arrived.IsZero():
+		return max(min(arrived.Sub(ts.begin), now), 1)
 	}
 	return max(now, 0) // 0: the Guard's own now, the same instant
 }
 
-func (sess *session) chunk(m Message) error {
+func (sess *session) chunk(m Message, arrived time.Time) error {
 	ts, err := sess.open(m.Turn)
 	if err != nil {
 		return err
 	}
-	at := sess.at(ts, m)
+	at := sess.at(ts, m, arrived)
 	sess.mu.Lock()
 	prev, n := ts.lastAt, ts.chunks
 	sess.mu.Unlock()
+	if n > 0 && at < prev && !m.HasAt {
+		// two readings of one kernel stamp can differ by a few
+		// nanoseconds: the monitor's own times never go back
+		at = prev
+	}
 	if n > 0 && at < prev {
 		return fmt.Errorf("%w: turn %q chunk %d: t_ms %.3f is before the previous chunk's %.3f",
 			ErrRejected, m.Turn, n, pipeline.Millis(at), pipeline.Millis(prev))
@@ -189,14 +201,14 @@ func (sess *session) chunk(m Message) error {
 		sess.srv.m.itl.Observe((at - prev).Seconds())
 	}
 	buf, _ := sess.guard.Buffered(m.Turn)
-	arrived := ts.begin.Add(at)
+	came := ts.begin.Add(at)
 	sess.mu.Lock()
 	ts.chunks++
 	ts.lastAt = at
 	if n == 0 {
 		sess.ttft, sess.hasTTFT = at, true
 	}
-	sess.series.token(arrived, buf)
+	sess.series.token(came, buf)
 	sess.mu.Unlock()
 	return nil
 }
@@ -212,12 +224,12 @@ func (sess *session) turnEnd(m Message) error {
 	return sess.finish(ts, m.Status, m.Error, m.OutputTokens)
 }
 
-func (sess *session) bargeIn(m Message) error {
+func (sess *session) bargeIn(m Message, arrived time.Time) error {
 	ts, err := sess.open(m.Turn)
 	if err != nil {
 		return err
 	}
-	at := sess.at(ts, m)
+	at := sess.at(ts, m, arrived)
 	sess.mu.Lock()
 	ts.barged, ts.bargeAt = true, at
 	sess.bargeIns++

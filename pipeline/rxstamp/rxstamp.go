@@ -75,6 +75,22 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Listener wraps ln so that every TCP connection it accepts stamps its
+// reads (see Wrap). A connection that cannot be stamped is returned as it
+// is: an accept never fails for want of stamps.
+func Listener(ln net.Listener) net.Listener { return listener{ln} }
+
+type listener struct{ net.Listener }
+
+func (l listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	s, _ := Wrap(c)
+	return s, nil
+}
+
 // DialFunc is the shape of net.Dialer.DialContext.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
