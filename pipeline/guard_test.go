@@ -527,3 +527,41 @@ func BenchmarkGuardChunk(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(turn.Chunks)), "ns/chunk")
 }
+
+// TestGuardBeginAt: a turn begun in the past counts its chunks, and its
+// drain, from that moment; a start in the future is taken as now.
+func TestGuardBeginAt(t *testing.T) {
+	t.Parallel()
+	clock := pipeline.NewManualClock(epoch)
+	c := &collector{}
+	g, err := pipeline.NewGuard(tokenConfig(t, 100*gms), pipeline.GuardOptions{Clock: clock, OnEvent: c.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(50 * gms)
+	// the turn began 50 ms ago; its first chunk came 10 ms in
+	if err := g.BeginAt("t", "s", epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Chunk("t", pipeline.Chunk{At: 10 * gms, Textless: true}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(200 * gms)
+	if d := c.kind(pipeline.EventDrain); len(d) != 1 || d[0].At != 110*gms {
+		t.Errorf("drains %+v, want one at 110ms (10 ms + 100 ms of audio, from the turn's start)", d)
+	}
+	if err := g.BeginAt("u", "s", epoch.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Chunk("u", pipeline.Chunk{Textless: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.End("u", pipeline.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	turns := c.kind(pipeline.EventTurn)
+	if len(turns) != 1 || !turns[0].Record.Start.Equal(epoch.Add(250*gms)) || turns[0].Record.Chunks[0].At != 0 {
+		t.Errorf("turn u %+v, want it begun now (250ms), its chunk at 0", turns)
+	}
+	g.Close()
+}
