@@ -103,9 +103,9 @@ func textlessTurn(id string, times ...time.Duration) *pipeline.Turn {
 	return t
 }
 
-// liveRun feeds turn through a guard on a manual clock, each chunk at its
-// arrival time read from the clock, and ends it at its last arrival.
-func liveRun(t *testing.T, cfg pipeline.Config, turn *pipeline.Turn, warn time.Duration) *collector {
+// manualGuard returns a guard on a manual clock at epoch, collecting its
+// events.
+func manualGuard(t *testing.T, cfg pipeline.Config, warn time.Duration) (*pipeline.Guard, *pipeline.ManualClock, *collector) {
 	t.Helper()
 	clock := pipeline.NewManualClock(epoch)
 	c := &collector{}
@@ -113,6 +113,14 @@ func liveRun(t *testing.T, cfg pipeline.Config, turn *pipeline.Turn, warn time.D
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, clock, c
+}
+
+// liveRun feeds turn through a guard on a manual clock, each chunk at its
+// arrival time read from the clock, and ends it at its last arrival.
+func liveRun(t *testing.T, cfg pipeline.Config, turn *pipeline.Turn, warn time.Duration) *collector {
+	t.Helper()
+	g, clock, c := manualGuard(t, cfg, warn)
 	if err := g.Begin(turn.ID, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -422,12 +430,7 @@ func TestGuardConcurrentTurns(t *testing.T) {
 
 func TestGuardErrors(t *testing.T) {
 	t.Parallel()
-	clock := pipeline.NewManualClock(epoch)
-	c := &collector{}
-	g, err := pipeline.NewGuard(tokenConfig(t, 50*gms), pipeline.GuardOptions{Clock: clock, OnEvent: c.add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, clock, c := manualGuard(t, tokenConfig(t, 50*gms), 0)
 	if err := g.Chunk("nope", pipeline.Chunk{}); !errors.Is(err, pipeline.ErrUnknownTurn) {
 		t.Errorf("chunk of unknown turn: %v", err)
 	}
@@ -532,12 +535,7 @@ func BenchmarkGuardChunk(b *testing.B) {
 // drain, from that moment; a start in the future is taken as now.
 func TestGuardBeginAt(t *testing.T) {
 	t.Parallel()
-	clock := pipeline.NewManualClock(epoch)
-	c := &collector{}
-	g, err := pipeline.NewGuard(tokenConfig(t, 100*gms), pipeline.GuardOptions{Clock: clock, OnEvent: c.add})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, clock, c := manualGuard(t, tokenConfig(t, 100*gms), 0)
 	clock.Advance(50 * gms)
 	// the turn began 50 ms ago; its first chunk came 10 ms in
 	if err := g.BeginAt("t", "s", epoch); err != nil {

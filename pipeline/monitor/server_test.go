@@ -605,40 +605,6 @@ func TestServeListenerFailureEndsInGrace(t *testing.T) {
 	}
 }
 
-// warmStamps waits until this system stamps received bytes: the kernel
-// turns its stamping on a moment after the first socket asks for it.
-func warmStamps(t *testing.T) {
-	t.Helper()
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := rxstamp.Listener(plain)
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	buf := make([]byte, 1)
-	for range 100 {
-		client.Write([]byte("w"))
-		if _, err := srv.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rxstamp.Stamp(srv); ok {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Skip("no kernel receive stamps after 100 reads")
-}
-
 // gateWriter blocks every write until it is opened.
 type gateWriter struct {
 	open, waiting chan struct{}
@@ -664,7 +630,9 @@ func TestIngestTimedByArrival(t *testing.T) {
 	if !rxstamp.Supported() {
 		t.Skip("this system gives no kernel receive stamps")
 	}
-	warmStamps(t)
+	if err := rxstamp.Warm(context.Background()); err != nil {
+		t.Skip(err)
+	}
 	gate := &gateWriter{open: make(chan struct{}), waiting: make(chan struct{})}
 	s, err := New(Options{Config: tokenConfig(100*time.Millisecond, 0), Record: gate, FlushInterval: 300 * time.Millisecond})
 	if err != nil {

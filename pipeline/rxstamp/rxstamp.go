@@ -3,6 +3,7 @@ package rxstamp
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"sync/atomic"
@@ -89,6 +90,50 @@ func (l listener) Accept() (net.Conn, error) {
 	}
 	s, _ := Wrap(c)
 	return s, nil
+}
+
+// Warm waits, at most a second, until this system stamps received bytes,
+// exchanging bytes with itself over loopback: the kernel turns its
+// stamping on a moment after the first socket asks for it, so a process's
+// first reads may come unstamped. It fails where no stamp comes.
+func Warm(ctx context.Context) error {
+	if !Supported() {
+		return errors.New("rxstamp: this system gives no receive stamps")
+	}
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	ln := Listener(plain)
+	defer ln.Close()
+	client, err := (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	buf := make([]byte, 1)
+	for range 100 {
+		if _, err := client.Write([]byte("w")); err != nil {
+			return err
+		}
+		if _, err := srv.Read(buf); err != nil {
+			return err
+		}
+		if _, ok := Stamp(srv); ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return errors.New("rxstamp: no receive stamp after 100 reads")
 }
 
 // DialFunc is the shape of net.Dialer.DialContext.

@@ -258,32 +258,14 @@ func TestCloseWakesBlockedRead(t *testing.T) {
 	c2.SetReadDeadline(time.Time{})
 }
 
-// TestListenerStampsAccepted: the connections a wrapped listener accepts
-// stamp their reads.
-func TestListenerStampsAccepted(t *testing.T) {
+// TestWarm: Warm's exchange (over a stamping listener's accepted
+// connection) ends with stamped reads.
+func TestWarm(t *testing.T) {
 	t.Parallel()
 	if !Supported() {
 		t.Skip("this system gives no kernel receive stamps")
 	}
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := Warm(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ln := Listener(plain)
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	accepted, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer accepted.Close()
-	c, ok := accepted.(*Conn)
-	if !ok {
-		t.Fatalf("accepted a %T, want *rxstamp.Conn", accepted)
-	}
-	warmUp(t, c, client)
 }
