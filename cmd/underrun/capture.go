@@ -15,6 +15,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -266,6 +267,12 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	}
 	client := &openai.Client{BaseURL: c.url, APIKey: key, IdleTimeout: c.idle, Trace: rec.traceWriter(), Capture: rec.capture,
 		ReadClock: c.clock == "read"}
+	if !client.ReadClock {
+		// the kernel stamps bytes a moment after the first socket asks:
+		// ask before the first request, so that its chunks come stamped
+		// (where none come, reads are timed as they return)
+		_ = rxstamp.Warm(cmd.Context())
+	}
 
 	bar := c.progressBar(load)
 	var (

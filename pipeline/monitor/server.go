@@ -773,8 +773,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	if s.timers != nil {
 		// on the wall clock, messages are timed by the kernel's receive
-		// stamp where the system gives one
+		// stamp where the system gives one (from a moment after the first
+		// socket asks for it: ask now)
 		ln = rxstamp.Listener(ln)
+		go rxstamp.Warm(ctx)
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
