@@ -38,6 +38,11 @@ func (c *Conn) Last() (time.Time, bool) {
 	return now.Add(-time.Duration(ago)), true
 }
 
+var (
+	errNotTCP      = errors.New("rxstamp: not a TCP connection")
+	errUnsupported = errors.New("rxstamp: this system gives no receive stamps")
+)
+
 // Stamp returns the kernel receive time of the newest bytes read last from
 // c, or false where there is none: c is not (and does not wrap) a Conn,
 // or its last read came without a stamp. It sees through *tls.Conn.
@@ -98,7 +103,7 @@ func (l listener) Accept() (net.Conn, error) {
 // first reads may come unstamped. It fails where no stamp comes.
 func Warm(ctx context.Context) error {
 	if !Supported() {
-		return errors.New("rxstamp: this system gives no receive stamps")
+		return errUnsupported
 	}
 	plain, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

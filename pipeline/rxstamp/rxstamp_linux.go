@@ -4,7 +4,6 @@ package rxstamp
 
 import (
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -17,8 +16,6 @@ import (
 )
 
 const supported = true
-
-var errNotTCP = errors.New("rxstamp: not a TCP connection")
 
 // reader reads a socket with recvmsg and picks the SO_TIMESTAMPNS stamp
 // out of the control messages. Its fields are the arguments and results of
