@@ -3,6 +3,7 @@ package tts
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -60,8 +61,15 @@ func (p PolicyFunc) NewChunker() Chunker { return p.New() }
 
 // Defaults of the policies that have parameters.
 const (
+	// DefaultLiveKitMinSentence is LiveKit's min_sentence_len: shorter
+	// sentences merge into the next.
 	DefaultLiveKitMinSentence = 20
-	DefaultTimerDelay         = 3 * time.Second
+	// DefaultTimerDelay is the timer: policy's maximum buffer delay when
+	// none is given.
+	DefaultTimerDelay = 3 * time.Second
+	// DefaultCartesiaDelay is Cartesia's documented default
+	// max_buffer_delay_ms (3000 ms).
+	DefaultCartesiaDelay = 3 * time.Second
 )
 
 // DefaultElevenLabsSchedule is ElevenLabs' default chunk length schedule in
@@ -73,33 +81,87 @@ var DefaultElevenLabsSchedule = []int{120, 160, 250, 290}
 var ErrPolicy = errors.New("unknown chunking policy")
 
 // PolicyNames lists the policies ParsePolicy accepts, for help texts.
-const PolicyNames = "token, word, sentence, livekit, elevenlabs, timer:<max delay> (e.g. timer:500ms)"
+const PolicyNames = "token, word, sentence (the plain rule: punctuation, white space, then the next word), " +
+	"pipecat (Pipecat >= 0.0.97 sentence aggregation with NLTK Punkt), pipecat-0.0.96 (Pipecat 0.0.77-0.0.96), " +
+	"livekit (LiveKit >= 1.2 default: blingfire sentences, 20-character minimum, last sentence held), " +
+	"livekit-basic (LiveKit tokenize.basic), elevenlabs (what Pipecat sends ElevenLabs by default: client sentences, auto_mode), " +
+	"elevenlabs-schedule[:120,160,250,290] (ElevenLabs' chunk_length_schedule over words), " +
+	"cartesia[:3s] (Cartesia's buffering: sentence end or max_buffer_delay), timer:<max delay> (sentence end or the delay, e.g. timer:500ms)"
 
 // ParsePolicy parses a policy as written on the command line.
 func ParsePolicy(s string) (Policy, error) {
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
-	switch strings.ToLower(name) {
+	name = strings.ToLower(name)
+	if hasArg {
+		switch name {
+		case "timer", "cartesia", "elevenlabs-schedule":
+		default:
+			return nil, fmt.Errorf("%w %q: %s takes no parameter", ErrPolicy, s, name)
+		}
+	}
+	switch name {
 	case "token":
 		return PolicyFunc{Label: "token", New: func() Chunker { return &tokenChunker{} }}, nil
 	case "word":
 		return PolicyFunc{Label: "word", New: func() Chunker { return &wordChunker{} }}, nil
 	case "sentence":
 		return PolicyFunc{Label: "sentence", New: func() Chunker { return &sentenceChunker{} }}, nil
+	case "pipecat":
+		return PolicyFunc{Label: "pipecat", New: func() Chunker { return &sentenceChunker{} }}, nil
+	case "pipecat-0.0.96":
+		return PolicyFunc{Label: "pipecat-0.0.96", New: func() Chunker { return &sentenceChunker{} }}, nil
+	case "elevenlabs":
+		return PolicyFunc{Label: "elevenlabs", New: func() Chunker { return &sentenceChunker{} }}, nil
 	case "livekit":
 		return PolicyFunc{Label: "livekit", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
-	case "elevenlabs":
-		return PolicyFunc{Label: "elevenlabs", New: func() Chunker { return &scheduleChunker{schedule: DefaultElevenLabsSchedule} }}, nil
-	case "timer":
+	case "livekit-basic":
+		return PolicyFunc{Label: "livekit-basic", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
+	case "elevenlabs-schedule":
+		schedule := DefaultElevenLabsSchedule
+		if hasArg {
+			var err error
+			if schedule, err = parseSchedule(arg); err != nil {
+				return nil, fmt.Errorf("%w %q: %w", ErrPolicy, s, err)
+			}
+		}
+		label := "elevenlabs-schedule:" + formatSchedule(schedule)
+		return PolicyFunc{Label: label, New: func() Chunker { return &scheduleChunker{schedule: schedule} }}, nil
+	case "timer", "cartesia":
 		d := DefaultTimerDelay
+		if name == "cartesia" {
+			d = DefaultCartesiaDelay
+		}
 		if hasArg {
 			var err error
 			if d, err = time.ParseDuration(arg); err != nil || d <= 0 {
-				return nil, fmt.Errorf("%w %q: timer takes a positive maximum buffer delay such as timer:500ms", ErrPolicy, s)
+				return nil, fmt.Errorf("%w %q: %s takes a positive maximum buffer delay such as %s:500ms", ErrPolicy, s, name, name)
 			}
 		}
-		return PolicyFunc{Label: "timer:" + d.String(), New: func() Chunker { return &timerChunker{max: d} }, Timed: true}, nil
+		return PolicyFunc{Label: name + ":" + d.String(), New: func() Chunker { return &timerChunker{max: d} }, Timed: true}, nil
 	}
 	return nil, fmt.Errorf("%w %q: want one of %s", ErrPolicy, s, PolicyNames)
+}
+
+// parseSchedule reads a chunk length schedule: comma-separated positive
+// character counts.
+func parseSchedule(arg string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(arg, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("schedule entry %q: want a positive number of characters, as in 120,160,250,290", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func formatSchedule(schedule []int) string {
+	parts := make([]string, len(schedule))
+	for i, n := range schedule {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
 }
 
 // tokenChunker releases every token as it arrives.

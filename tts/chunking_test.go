@@ -72,7 +72,7 @@ func TestElevenLabsSchedule(t *testing.T) {
 	for i := range tokens {
 		tokens[i] = tok
 	}
-	got := releases(t, "elevenlabs", tokens...)
+	got := releases(t, "elevenlabs-schedule", tokens...)
 	var lens []int
 	for _, r := range got {
 		lens = append(lens, strings.Index(r, "@"))
@@ -111,6 +111,34 @@ func TestChunkerReset(t *testing.T) {
 		c.Reset()
 		if got := c.Flush(); got != 0 {
 			t.Errorf("%s: after Reset, Flush releases %d bytes", name, got)
+		}
+	}
+}
+
+func TestParsePolicyNames(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"token", "token"}, {"word", "word"}, {"sentence", "sentence"},
+		{"pipecat", "pipecat"}, {"pipecat-0.0.96", "pipecat-0.0.96"},
+		{"livekit", "livekit"}, {"livekit-basic", "livekit-basic"},
+		{"elevenlabs", "elevenlabs"},
+		{"elevenlabs-schedule", "elevenlabs-schedule:120,160,250,290"},
+		{"elevenlabs-schedule:50,100", "elevenlabs-schedule:50,100"},
+		{"cartesia", "cartesia:3s"}, {"cartesia:500ms", "cartesia:500ms"},
+		{"timer:500ms", "timer:500ms"}, {" Pipecat ", "pipecat"},
+	} {
+		p, err := ParsePolicy(tt.in)
+		if err != nil {
+			t.Errorf("ParsePolicy(%q): %v", tt.in, err)
+			continue
+		}
+		if got := p.Name(); got != tt.want {
+			t.Errorf("ParsePolicy(%q).Name() = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"pipecat:1s", "elevenlabs-schedule:", "elevenlabs-schedule:0,10", "elevenlabs-schedule:a", "cartesia:0s", "livekit:20"} {
+		if _, err := ParsePolicy(bad); err == nil {
+			t.Errorf("ParsePolicy(%q) accepted", bad)
 		}
 	}
 }
