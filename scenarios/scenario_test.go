@@ -90,7 +90,7 @@ func TestLibrary(t *testing.T) {
 			t.Errorf("no scenario on %s", g)
 		}
 	}
-	for _, p := range []string{"token", "word", "sentence", "livekit", "elevenlabs", "timer"} {
+	for _, p := range []string{"token", "word", "sentence", "livekit", "elevenlabs-schedule", "timer"} {
 		if !policies[p] {
 			t.Errorf("no scenario behind the %s policy", p)
 		}
