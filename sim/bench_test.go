@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/tokens"
 )
 
-// benchText is an answer of 200 tokens (by Tokenize).
+// benchText is an answer of 200 tokens (by tokens.Split).
 const benchText = `The fastest way from the airport to the old town is the express train. It leaves every fifteen minutes from the lower level, right below the arrivals hall, and takes about twenty-five minutes. Tickets cost twelve euros; you can buy them at the red machines next to the platform, or in the transit app, which also works offline once the ticket is bought. If your flight lands after midnight, the train has stopped, so take the night bus instead: it leaves from stop four, outside terminal two, every thirty minutes until five in the morning. A taxi costs about forty euros and takes half an hour when the roads are clear. From the station, your hotel is a short walk along the river, ten minutes with bags; I can send the directions to your phone. Would you like me to check the timetable for your arrival date, or book a seat for you?`
 
 func benchGenerator(tb testing.TB) *Generator {
-	if n := len(Tokenize(benchText)); n != 200 {
+	if n := tokens.Count(benchText); n != 200 {
 		tb.Fatalf("benchText has %d tokens, want 200", n)
 	}
 	g := &Generator{Timing: Sampled{TTFT: 250 * time.Millisecond, ITL: Dist{Shape: ShapeLognormal, Mean: 0.04, CV: 0.5}}, Texts: []string{benchText}}

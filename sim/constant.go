@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/tokens"
 )
 
 // Stall is an extra delay before one token: a prefill of another request,
@@ -19,7 +20,7 @@ type Stall struct {
 // ConstantTurn streams text token by token: the first token at ttft, each
 // next one tpot later, plus the given stalls.
 func ConstantTurn(id, text string, ttft, tpot time.Duration, stalls []Stall) *pipeline.Turn {
-	pieces := Tokenize(text)
+	pieces := tokens.Split(text)
 	extra := make(map[int]time.Duration, len(stalls))
 	for _, s := range stalls {
 		extra[s.Token] += s.Delay

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/tokens"
 )
 
 // Speculative describes speculative decoding: each step drafts Draft
@@ -152,7 +153,7 @@ func (g *Generator) NewStream(seed uint64) *Stream {
 	for _, t := range g.Texts {
 		tx := text{s: t}
 		off := 0
-		for _, piece := range Tokenize(t) {
+		for _, piece := range tokens.Split(t) {
 			off += len(piece)
 			tx.ends = append(tx.ends, off)
 		}

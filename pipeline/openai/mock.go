@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -16,15 +15,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
-	"github.com/speech-pipeline/underrun/sim"
+	"github.com/speech-pipeline/underrun/pipeline/tokens"
 )
 
 // DefaultMockModel is the model name a Mock reports when none is set.
 const DefaultMockModel = "underrun-mock"
-
-// mockFiller is spoken, token by token, for chunks whose text a trace did
-// not record: a server must stream some text.
-const mockFiller = "The quick brown fox jumps over the lazy dog, and then it rests for a while."
 
 // maxRequestBody bounds the request bodies the Mock and the Proxy read.
 const maxRequestBody = 32 << 20
@@ -58,8 +53,6 @@ type Mock struct {
 	next   atomic.Uint64
 	serial atomic.Uint64
 }
-
-var fillerTokens = sync.OnceValue(func() []string { return sim.Tokenize(mockFiller) })
 
 var _ http.Handler = (*Mock)(nil)
 
@@ -221,15 +214,15 @@ func (m *Mock) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		Int("chunks", sent).Float64("duration_ms", pipeline.Millis(time.Since(arrived))).Msg("mock_request")
 }
 
-// promptTokens estimates the prompt's tokens the way sim.Tokenize splits
+// promptTokens estimates the prompt's tokens the way tokens.Split splits
 // text: the mock has no tokenizer, and says so in no other way.
 func promptTokens(req mockRequest) int {
 	n := 0
 	for _, msg := range req.Messages {
-		n += len(sim.Tokenize(msg.Content))
+		n += tokens.Count(msg.Content)
 	}
 	if s, ok := req.Prompt.(string); ok {
-		n += len(sim.Tokenize(s))
+		n += tokens.Count(s)
 	}
 	return n
 }
@@ -248,7 +241,7 @@ type mockStream struct {
 	usage      bool
 	continuous bool
 	buf        []byte
-	fill       int
+	fill       tokens.Filler // words for chunks without text
 }
 
 // text returns what chunk c says on the wire.
@@ -256,13 +249,7 @@ func (s *mockStream) text(c pipeline.Chunk) string {
 	if !c.Textless {
 		return c.Text
 	}
-	filler := fillerTokens()
-	var b strings.Builder
-	for range c.TokenCount() {
-		b.WriteString(filler[s.fill%len(filler)])
-		s.fill++
-	}
-	return b.String()
+	return s.fill.Text(c.TokenCount())
 }
 
 // chunks returns how many of the turn's chunks are sent, and the tokens

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -251,5 +252,24 @@ func BenchmarkMockDelta(b *testing.B) {
 	for b.Loop() {
 		s.delta("", " hello \"world\"", false, "", 1)
 		s.buf = s.buf[:0]
+	}
+}
+
+// The mock is a live server: it splits text with pipeline/tokens and must
+// not pull in the simulator.
+func TestMockDoesNotImportSimulator(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found:", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "github.com/speech-pipeline/underrun/sim" {
+			t.Fatalf("pipeline/openai depends on %s", dep)
+		}
 	}
 }
