@@ -32,6 +32,13 @@ type Tail struct {
 	min, max float64
 }
 
+// The tail figure's frame, in pixels.
+const (
+	tailWidth                = 1100
+	tailLeft, tailRight      = 110.0, 40.0
+	tailPanelTop, tailPanelH = 70.0, 330.0
+)
+
 const (
 	exactLimit    = 20000
 	binsPerDecade = 50
@@ -118,6 +125,8 @@ func (t *Tail) Add(turn *pipeline.Turn, p *pipeline.Playout) {
 
 // CCDF returns the points (ITL ms, fraction of ITLs >= it) of the
 // empirical complementary CDF, for positive ITLs, in ascending ITL order.
+// Past exactLimit ITLs a point stands for a bin (1/50 of a decade wide)
+// and sits at its upper edge, the largest ITL exactly.
 func (t *Tail) CCDF() []float64 {
 	if t.n == 0 {
 		return nil
@@ -142,19 +151,24 @@ func (t *Tail) CCDF() []float64 {
 		if c == 0 {
 			continue
 		}
-		x := math.Pow(10, float64(i)/binsPerDecade+binFloor)
-		x = max(x, t.min)
-		out = append(out, x, float64(above)/n)
+		out = append(out, t.binValue(i), float64(above)/n)
 		above -= c
-	}
-	// the largest value is known exactly
-	if len(out) >= 2 && out[len(out)-2] < t.max {
-		out = append(out, t.max, 1/n)
 	}
 	return out
 }
 
-// Exceeding returns the fraction of ITLs at or above ms.
+// binValue is the ITL that stands for every value in bin i: the bin's
+// upper edge, or the largest ITL in the bin that holds it, so that
+// Exceeding and CCDF count a bin alike.
+func (t *Tail) binValue(i int) float64 {
+	if i == len(t.bins)-1 {
+		return t.max
+	}
+	return min(math.Pow(10, float64(i+1)/binsPerDecade+binFloor), t.max)
+}
+
+// Exceeding returns the fraction of ITLs at or above ms: the fraction the
+// CCDF curve shows at ms (past exactLimit ITLs, to the bin).
 func (t *Tail) Exceeding(ms float64) float64 {
 	if t.n == 0 {
 		return 0
@@ -171,9 +185,10 @@ func (t *Tail) Exceeding(ms float64) float64 {
 	if ms <= 0 {
 		return 1
 	}
-	i := int(math.Floor((math.Log10(ms) - binFloor) * binsPerDecade))
-	for j := max(i, 0); j < len(t.bins); j++ {
-		c += t.bins[j]
+	for i, b := range t.bins {
+		if b > 0 && t.binValue(i) >= ms {
+			c += b
+		}
 	}
 	return float64(c) / float64(t.n)
 }
@@ -190,40 +205,15 @@ func median(v []float64) float64 {
 // drawn on it: ITLs right of a tolerance line are long enough to be heard.
 func (t *Tail) Figure() *Figure {
 	const (
-		W                = 1100
-		left, right      = 110.0, 40.0
-		panelTop, panelH = 70.0, 330.0
+		W, left, panelTop, panelH = tailWidth, tailLeft, tailPanelTop, tailPanelH
 	)
 	f := NewFigure(W, 520, "ITL tail against the stall tolerance")
 	f.Text(left, 24, "Inter-token latency tail and the stall tolerance", titleText)
 	pts := t.CCDF()
 	startTol, steadyTol := median(t.StartTolerance), median(t.SteadyTolerance)
 	f.Text(left, 44, fmt.Sprintf("%s; an ITL beyond the tolerance where it happens becomes an audible gap (tolerances: median over turns of each turn's tightest point)", plural(int(t.n), "ITL")), noteText)
-	lo, hi := 1.0, 1000.0
-	if len(pts) > 0 {
-		lo, hi = pts[0], pts[len(pts)-2]
-	}
-	for _, v := range []float64{startTol, steadyTol} {
-		if v > 0 {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-	}
-	lo = math.Pow(10, math.Floor(math.Log10(lo)))
-	hi = math.Pow(10, math.Ceil(math.Log10(hi*1.0001)))
-	if hi <= lo {
-		hi = lo * 10
-	}
-	ylo := 1.0
-	if t.n > 0 {
-		ylo = math.Pow(10, math.Floor(math.Log10(1/float64(t.n))))
-	}
-	if ylo >= 1 {
-		ylo = 0.1
-	}
-	panelBottom := panelTop + panelH
-	x := scale{lo: lo, hi: hi, p0: left, p1: W - right, log: true}
-	y := scale{lo: ylo, hi: 1, p0: panelBottom, p1: panelTop, log: true}
-
+	x, y := t.scales(pts, startTol, steadyTol)
+	panelBottom := y.p0
 	type tolLine struct {
 		name  string
 		ms    float64
@@ -237,41 +227,22 @@ func (t *Tail) Figure() *Figure {
 	// audible region beyond the start-up tolerance
 	for _, l := range lines[:1] {
 		if l.count > 0 {
-			px := x.clampPx(x.at(max(l.ms, lo)))
+			px := x.clampPx(x.at(max(l.ms, x.lo)))
 			f.Rect(px, panelTop, x.p1-px, panelH, Style{Fill: alpha(Vermillion, 0.08)},
 				&Meta{Class: "audible", Title: "ITLs here are long enough to be heard if they fall at the start of a turn"})
 		}
 	}
-	f.xAxis(x, panelBottom, panelTop, logTicks(lo, hi), tickLabel, "inter-token latency (ms, log scale)")
-	f.yAxis(y, left, x.p1, logTicks(ylo, 1), percentTick, "fraction of ITLs ≥ x (log scale)")
+	f.xAxis(x, panelBottom, panelTop, logTicks(x.lo, x.hi), tickLabel, "inter-token latency (ms, log scale)")
+	f.yAxis(y, left, x.p1, logTicks(y.lo, 1), percentTick, "fraction of ITLs ≥ x (log scale)")
 
-	if len(pts) >= 2 {
-		// a step curve from 100% at the left edge down to the largest ITL,
-		// where it drops to the bottom; at most a few points per pixel
-		// column
-		path := make([]float64, 0, len(pts)*2+8)
-		prevY := y.at(pts[1])
-		path = append(path, x.p0, prevY, x.at(pts[0]), prevY)
-		lastCol := math.Inf(-1)
-		for i := 2; i+1 < len(pts); i += 2 {
-			px, py := x.at(pts[i]), y.at(pts[i+1])
-			col := math.Floor(px)
-			if col == lastCol && i+2 < len(pts) {
-				prevY = py
-				continue
-			}
-			lastCol = col
-			path = append(path, px, prevY, px, py)
-			prevY = py
-		}
-		path = append(path, path[len(path)-2], y.p0)
+	if path := ccdfPath(pts, x, y); path != nil {
 		f.Path(path, false, stroke(Black, 1.8), &Meta{Class: "ccdf", Title: "empirical complementary CDF of ITL"})
 	}
 	for i, l := range lines {
 		if l.count == 0 {
 			continue
 		}
-		px := x.clampPx(x.at(max(l.ms, lo)))
+		px := x.clampPx(x.at(max(l.ms, x.lo)))
 		f.Line(px, panelTop, px, panelBottom, l.c)
 		share := t.Exceeding(l.ms)
 		ts := TextStyle{Size: 11, Color: darker(l.c.Stroke), Bold: true}
@@ -296,6 +267,65 @@ func (t *Tail) Figure() *Figure {
 	top := panelBottom + 46
 	f.Height = top + f.legend(left, top, x.p1-left, items) + 10
 	return f
+}
+
+// scales returns the tail figure's axes for its CCDF points pts: ITL (ms)
+// across, from the decade below the smallest ITL or tolerance to the one
+// above the largest, and the fraction of ITLs down to the decade below one
+// ITL in all of them.
+func (t *Tail) scales(pts []float64, tolerances ...float64) (x, y scale) {
+	lo, hi := 1.0, 1000.0
+	if len(pts) > 0 {
+		lo, hi = min(pts[0], t.min), pts[len(pts)-2]
+	}
+	for _, v := range tolerances {
+		if v > 0 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	lo = math.Pow(10, math.Floor(math.Log10(lo)))
+	hi = math.Pow(10, math.Ceil(math.Log10(hi*1.0001)))
+	if hi <= lo {
+		hi = lo * 10
+	}
+	ylo := 1.0
+	if t.n > 0 {
+		ylo = math.Pow(10, math.Floor(math.Log10(1/float64(t.n))))
+	}
+	if ylo >= 1 {
+		ylo = 0.1
+	}
+	x = scale{lo: lo, hi: hi, p0: tailLeft, p1: tailWidth - tailRight, log: true}
+	y = scale{lo: ylo, hi: 1, p0: tailPanelTop + tailPanelH, p1: tailPanelTop, log: true}
+	return x, y
+}
+
+// ccdfPath draws the CCDF points (ITL, fraction of ITLs at or above it) as
+// a step curve on the scales: the fraction at or above x is that of the
+// first point at or right of x, so the curve holds each point's fraction
+// up to its ITL and drops there to the next point's, and after the largest
+// ITL to the bottom. Points that share a pixel column drop together at the
+// column's last one, so the path has at most a few points per column.
+func ccdfPath(pts []float64, x, y scale) []float64 {
+	if len(pts) < 2 {
+		return nil
+	}
+	level := y.at(pts[1])
+	path := make([]float64, 0, len(pts)*2+4)
+	path = append(path, x.p0, level)
+	for i := 0; i+1 < len(pts); i += 2 {
+		px := x.at(pts[i])
+		if i+3 < len(pts) && math.Floor(x.at(pts[i+2])) == math.Floor(px) {
+			continue
+		}
+		next := y.p0
+		if i+3 < len(pts) {
+			next = y.at(pts[i+3])
+		}
+		path = append(path, px, level, px, next)
+		level = next
+	}
+	return path
 }
 
 // percentTick labels a fraction on a log axis as a percentage.
