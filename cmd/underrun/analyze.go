@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -135,5 +136,17 @@ func (a *analyzeCommand) runDefault(cmd *cobra.Command) error {
 	if err := s.add(t); err != nil {
 		return err
 	}
-	return s.finish()
+	err = s.finish()
+	if errors.Is(err, errFail) && a.out.output == "text" {
+		fmt.Fprint(a.env.stdout, defaultFailNote)
+	}
+	return err
 }
+
+// defaultFailNote ends the default run's text report, which fails by
+// design: without it a first user sees only "exit status 1" from go run.
+const defaultFailNote = `
+The verdict is FAIL, so underrun exits with status 1 (go run prints "exit
+status 1"). That is by design: the default turn has an audible gap. Exit
+codes: 0 pass, 1 failing verdict, 2 bad usage or bad input, for CI to gate on.
+`

@@ -187,3 +187,26 @@ func TestBadInputExitsTwo(t *testing.T) {
 		t.Errorf("empty stdin: exit %d, %q", code, errOut)
 	}
 }
+
+// TestDefaultRunExplainsExit1: the first command a new user runs fails by
+// design, and its output says so, rather than leaving "exit status 1"
+// unexplained; JSON output carries no such note.
+func TestDefaultRunExplainsExit1(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runCLI(t, "")
+	if code != exitFail {
+		t.Fatalf("exit %d, want %d", code, exitFail)
+	}
+	tail := out[max(0, len(out)-400):]
+	for _, want := range []string{"exits with status 1", "by design", "1 failing verdict"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("the default run's output does not end by explaining its exit status (%q missing):\n%s", want, tail)
+		}
+	}
+	if _, out, _ = runCLI(t, "", "--output", "json"); strings.Contains(out, "by design") {
+		t.Error("the JSON report carries the text note")
+	}
+	if _, out, _ = runCLI(t, "", "analyze", "testdata/analyze/handcheck.jsonl"); strings.Contains(out, "by design") {
+		t.Error("analyze of a user's file says its failure is by design")
+	}
+}
