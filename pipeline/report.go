@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -111,8 +112,8 @@ type Report struct {
 	minPreroll                   time.Duration
 	maxSafe                      time.Duration
 	maxSafeSet, maxSafeNone      bool
-	worstTurn                    string
-	worstInterruptions           int
+	worst                        Severity   // the worst turn so far
+	severities                   []Severity // of PerTurn, in order
 	closed                       bool
 	scratch                      *Playout // for the MaxTPOT inversion
 }
@@ -254,9 +255,6 @@ func (r *Report) Add(t *Turn, p *Playout) {
 				}
 			}
 		}
-		if tr.Interruptions.Count > r.worstInterruptions {
-			r.worstInterruptions, r.worstTurn = tr.Interruptions.Count, t.ID
-		}
 		if r.opts.MaxTPOT && tm.HasSpeech {
 			if r.scratch == nil {
 				r.scratch, _ = NewPlayout(p.Config(), t.ID) // p's config is valid
@@ -277,9 +275,41 @@ func (r *Report) Add(t *Turn, p *Playout) {
 	if !interrupted && !failed {
 		r.good++
 	}
+	sev := Severity{Turn: t.ID, Session: t.Session}
+	if p != nil {
+		sev.Tally = TallyUnderruns(p.Underruns)
+	}
+	if r.Turns == 1 || sev.Worse(r.worst) {
+		r.worst = sev
+	}
 	if r.opts.PerTurn {
 		r.PerTurn = append(r.PerTurn, tr)
+		r.severities = append(r.severities, sev)
 	}
+}
+
+// WorstTurn returns the turn that sounded worst (CompareSeverity); ok is
+// false before the first turn.
+func (r *Report) WorstTurn() (s Severity, ok bool) {
+	return r.worst, r.Turns > 0
+}
+
+// WorstFirst returns the per-turn lines (ReportOptions.PerTurn) ranked
+// worst first by CompareSeverity, the ranking every view of the report
+// shares.
+func (r *Report) WorstFirst() []TurnReport {
+	idx := make([]int, len(r.PerTurn))
+	for i := range idx {
+		idx[i] = i
+	}
+	if len(r.severities) == len(r.PerTurn) {
+		slices.SortStableFunc(idx, func(a, b int) int { return CompareSeverity(r.severities[a], r.severities[b]) })
+	}
+	out := make([]TurnReport, len(idx))
+	for i, k := range idx {
+		out[i] = r.PerTurn[k]
+	}
+	return out
 }
 
 // Close computes the summaries and the verdict. Add must not be called
@@ -314,7 +344,7 @@ func (r *Report) Close() {
 	}
 	if r.Interruptions.Count > 0 {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%.0f ms of silence) in %s; worst turn %s",
-			plural(r.Interruptions.Count, "interruption"), r.Interruptions.TotalMs, plural(r.Turns-r.good-r.TurnsFailed, "turn"), r.worstTurn))
+			plural(r.Interruptions.Count, "interruption"), r.Interruptions.TotalMs, plural(r.Turns-r.good-r.TurnsFailed, "turn"), r.worst.Turn))
 	}
 	if r.TurnsFailed > 0 {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%s failed", plural(r.TurnsFailed, "turn")))

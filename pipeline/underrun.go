@@ -111,6 +111,8 @@ type SpeechChunk struct {
 type Tally struct {
 	Glitches, Interruptions int
 	Silence                 time.Duration
+	// Interrupted is the part of Silence in interruptions.
+	Interrupted time.Duration
 }
 
 // TallyUnderruns tallies us.
@@ -120,6 +122,7 @@ func TallyUnderruns(us []Underrun) Tally {
 		t.Silence += u.Duration
 		if u.Class == Interruption {
 			t.Interruptions++
+			t.Interrupted += u.Duration
 		} else {
 			t.Glitches++
 		}

@@ -16,10 +16,12 @@ func syntheticFleet(n int) *Fleet {
 	rng := rand.New(rand.NewPCG(42, 42))
 	fl := &Fleet{Turns: make([]FleetTurn, 0, n)}
 	for i := range n {
+		id := fmt.Sprintf("turn-%06d", i)
 		ft := FleetTurn{
-			Turn: fmt.Sprintf("turn-%06d", i),
-			TTFA: time.Duration(200+rng.IntN(600)) * time.Millisecond,
-			End:  time.Duration(5000+rng.IntN(30000)) * time.Millisecond,
+			Turn:     id,
+			Severity: pipeline.Severity{Turn: id},
+			TTFA:     time.Duration(200+rng.IntN(600)) * time.Millisecond,
+			End:      time.Duration(5000+rng.IntN(30000)) * time.Millisecond,
 		}
 		if rng.IntN(3) == 0 {
 			for range 1 + rng.IntN(4) {
@@ -31,9 +33,12 @@ func syntheticFleet(n int) *Fleet {
 				}
 				if m.Duration >= pipeline.DefaultInterruption {
 					m.Class = pipeline.Interruption
-					ft.Interrupted += m.Duration
+					ft.Severity.Interruptions++
+					ft.Severity.Interrupted += m.Duration
+				} else {
+					ft.Severity.Glitches++
 				}
-				ft.Silence += m.Duration
+				ft.Severity.Silence += m.Duration
 				ft.Marks = append(ft.Marks, m)
 			}
 		}

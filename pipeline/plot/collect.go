@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"slices"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -20,16 +21,7 @@ type Collector struct {
 
 	keep      int
 	timelines []Timeline
-	scores    []score
-}
-
-type score struct{ interrupted, silence time.Duration }
-
-func (a score) worse(b score) bool {
-	if a.interrupted != b.interrupted {
-		return a.interrupted > b.interrupted
-	}
-	return a.silence > b.silence
+	scores    []pipeline.Severity
 }
 
 // NewCollector returns a Collector keeping the timelines of the keep worst
@@ -49,20 +41,21 @@ func (c *Collector) Add(t *pipeline.Turn, p *pipeline.Playout) {
 	if p == nil {
 		return
 	}
-	ft := &c.Fleet.Turns[len(c.Fleet.Turns)-1]
-	s := score{ft.Interrupted, ft.Silence}
+	s := c.Fleet.Turns[len(c.Fleet.Turns)-1].Severity
 	if len(c.timelines) < c.keep {
 		c.timelines = append(c.timelines, NewTimeline(t, p))
 		c.scores = append(c.scores, s)
 		return
 	}
+	// replace the least bad kept turn (the last of equals: the one that
+	// came latest) if this one ranks before it
 	least := 0
 	for i := range c.scores {
-		if c.scores[least].worse(c.scores[i]) || (!c.scores[i].worse(c.scores[least]) && i > least) {
+		if !c.scores[i].Worse(c.scores[least]) {
 			least = i
 		}
 	}
-	if s.worse(c.scores[least]) {
+	if s.Worse(c.scores[least]) {
 		copy(c.timelines[least:], c.timelines[least+1:])
 		copy(c.scores[least:], c.scores[least+1:])
 		c.timelines[len(c.timelines)-1] = NewTimeline(t, p)
@@ -70,19 +63,14 @@ func (c *Collector) Add(t *pipeline.Turn, p *pipeline.Playout) {
 	}
 }
 
-// Timelines returns the kept timelines, worst first (ties in the order
-// the turns came).
+// Timelines returns the kept timelines, worst first
+// (pipeline.CompareSeverity; equals in the order the turns came).
 func (c *Collector) Timelines() []Timeline {
 	idx := make([]int, len(c.timelines))
 	for i := range idx {
 		idx[i] = i
 	}
-	// insertion sort: at most a handful
-	for i := 1; i < len(idx); i++ {
-		for j := i; j > 0 && c.scores[idx[j]].worse(c.scores[idx[j-1]]); j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
-		}
-	}
+	slices.SortStableFunc(idx, func(a, b int) int { return pipeline.CompareSeverity(c.scores[a], c.scores[b]) })
 	out := make([]Timeline, len(idx))
 	for i, k := range idx {
 		out[i] = c.timelines[k]

@@ -27,9 +27,8 @@ type FleetTurn struct {
 	End time.Duration
 	// Marks are its underruns.
 	Marks []Mark
-	// Interrupted and Silence rank the turns: silence in interruptions,
-	// then in all underruns.
-	Interrupted, Silence time.Duration
+	// Severity ranks the turns, worst first (pipeline.CompareSeverity).
+	Severity pipeline.Severity
 }
 
 // Fleet accumulates many turns for the fleet view: turns as rows, sorted
@@ -40,7 +39,7 @@ type Fleet struct {
 
 // Add accounts one turn and its finished playout (p may be nil).
 func (fl *Fleet) Add(t *pipeline.Turn, p *pipeline.Playout) {
-	ft := FleetTurn{Turn: t.ID}
+	ft := FleetTurn{Turn: t.ID, Severity: pipeline.Severity{Turn: t.ID, Session: t.Session}}
 	if len(t.Chunks) > 0 {
 		ft.End = t.Chunks[len(t.Chunks)-1].At
 	}
@@ -54,11 +53,8 @@ func (fl *Fleet) Add(t *pipeline.Turn, p *pipeline.Playout) {
 		}
 		for i, u := range p.Underruns {
 			ft.Marks[i] = Mark{Start: u.Start, Duration: u.Duration, Class: u.Class, Cause: u.Cause}
-			ft.Silence += u.Duration
-			if u.Class == pipeline.Interruption {
-				ft.Interrupted += u.Duration
-			}
 		}
+		ft.Severity.Tally = pipeline.TallyUnderruns(p.Underruns)
 	}
 	fl.Turns = append(fl.Turns, ft)
 }
@@ -72,32 +68,17 @@ func (fl *Fleet) Underruns() int {
 	return n
 }
 
-// sorted returns the turns' indices, worst first: most silence in
-// interruptions, then in all underruns, then most underruns, then in the
-// order added.
+// sorted returns the turns' indices, worst first
+// (pipeline.CompareSeverity).
 func (fl *Fleet) sorted() []int {
 	idx := make([]int, len(fl.Turns))
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
-		ta, tb := &fl.Turns[a], &fl.Turns[b]
-		switch {
-		case ta.Interrupted != tb.Interrupted:
-			return cmpDesc(ta.Interrupted, tb.Interrupted)
-		case ta.Silence != tb.Silence:
-			return cmpDesc(ta.Silence, tb.Silence)
-		}
-		return len(tb.Marks) - len(ta.Marks)
+		return pipeline.CompareSeverity(fl.Turns[a].Severity, fl.Turns[b].Severity)
 	})
 	return idx
-}
-
-func cmpDesc(a, b time.Duration) int {
-	if a > b {
-		return -1
-	}
-	return 1
 }
 
 // Fleet view geometry: each turn gets its own row while rows can be at
@@ -151,11 +132,11 @@ func (fl *Fleet) Figure() *Figure {
 	interrupted := 0
 	for i := range fl.Turns {
 		end = max(end, fl.Turns[i].End)
-		if fl.Turns[i].Interrupted > 0 {
+		if fl.Turns[i].Severity.Interrupted > 0 {
 			interrupted++
 		}
 	}
-	sub := fmt.Sprintf("%s, %s, %d interrupted; rows sorted by silence in interruptions, then in all underruns", plural(n, "turn"), plural(fl.Underruns(), "underrun"), interrupted)
+	sub := fmt.Sprintf("%s, %s, %d interrupted; rows sorted by silence in interruptions, then in all underruns, then by count", plural(n, "turn"), plural(fl.Underruns(), "underrun"), interrupted)
 	if perRow > 1 {
 		sub += fmt.Sprintf("; each row holds %d turns", perRow)
 	}
@@ -197,8 +178,8 @@ func (fl *Fleet) Figure() *Figure {
 			if labelled {
 				ts := TextStyle{Size: 10, Color: textGrey, Anchor: AnchorEnd}
 				f.Text(left-6, top+barH/2+3.5, ft.Turn, ts)
-				if ft.Silence > 0 {
-					f.Text(x.p1+8, top+barH/2+3.5, fmt.Sprintf("%d × %s", len(ft.Marks), fmtDur(ft.Silence)), sil)
+				if ft.Severity.Silence > 0 {
+					f.Text(x.p1+8, top+barH/2+3.5, fmt.Sprintf("%d × %s", len(ft.Marks), fmtDur(ft.Severity.Silence)), sil)
 				}
 			}
 			for j, m := range ft.Marks {

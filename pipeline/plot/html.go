@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"slices"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 )
@@ -101,13 +100,7 @@ func WriteHTML(w io.Writer, pg Page) error {
 		}
 		add(fmt.Sprintf("sweep-%d", i+1), "How interruptions and speech goodput change with "+pg.Sweeps[i].Param+".", f)
 	}
-	turns := slices.Clone(r.PerTurn)
-	slices.SortStableFunc(turns, func(a, b pipeline.TurnReport) int {
-		if c := cmpFloat(b.Interruptions.TotalMs, a.Interruptions.TotalMs); c != 0 {
-			return c
-		}
-		return cmpFloat(b.Underruns.TotalMs, a.Underruns.TotalMs)
-	})
+	turns := r.WorstFirst()
 	if len(turns) > rows {
 		d.TurnsOmitted = len(turns) - rows
 		turns = turns[:rows]
