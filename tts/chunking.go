@@ -106,12 +106,10 @@ func ParsePolicy(s string) (Policy, error) {
 		return PolicyFunc{Label: "word", New: func() Chunker { return &wordChunker{} }}, nil
 	case "sentence":
 		return PolicyFunc{Label: "sentence", New: func() Chunker { return &sentenceChunker{} }}, nil
-	case "pipecat":
-		return PolicyFunc{Label: "pipecat", New: func() Chunker { return &sentenceChunker{} }}, nil
+	case "pipecat", "elevenlabs":
+		return PolicyFunc{Label: name, New: func() Chunker { return &pipecatChunker{} }}, nil
 	case "pipecat-0.0.96":
-		return PolicyFunc{Label: "pipecat-0.0.96", New: func() Chunker { return &sentenceChunker{} }}, nil
-	case "elevenlabs":
-		return PolicyFunc{Label: "elevenlabs", New: func() Chunker { return &sentenceChunker{} }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return &pipecat096Chunker{} }}, nil
 	case "livekit":
 		return PolicyFunc{Label: "livekit", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
 	case "livekit-basic":

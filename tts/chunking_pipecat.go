@@ -1,0 +1,186 @@
+package tts
+
+import (
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Pipecat's sentence aggregation, reproduced from Pipecat's own code
+// (github.com/pipecat-ai/pipecat, src/pipecat/utils/string.py
+// match_endofsentence and src/pipecat/utils/text/simple_text_aggregator.py
+// SimpleTextAggregator), with NLTK's Punkt as englishPunkt.
+
+// isPipecatSentenceEnd reports whether r is in Pipecat's
+// SENTENCE_ENDING_PUNCTUATION (the same set from v0.0.77 on).
+func isPipecatSentenceEnd(r rune) bool {
+	switch r {
+	case '.', '!', '?', ';', '…',
+		'。', '？', '！', '；', '．', '｡',
+		'।', '॥',
+		'؟', '؛', '۔', '؏',
+		'၊', '။',
+		'។', '៕',
+		'໌',
+		'།', '༎',
+		'։', '՜', '՞',
+		'።', '፧', '፨':
+		return true
+	}
+	return false
+}
+
+// isPipecatUnambiguous reports whether r is in Pipecat's
+// UNAMBIGUOUS_SENTENCE_ENDING_PUNCTUATION: its sentence punctuation less
+// the Latin . ! ? ; and the ellipsis.
+func isPipecatUnambiguous(r rune) bool {
+	switch r {
+	case '.', '!', '?', ';', '…':
+		return false
+	}
+	return isPipecatSentenceEnd(r)
+}
+
+// isPySpace reports whether Python's str.isspace holds for r (Go's
+// unicode.IsSpace plus the information separators U+001C-U+001F).
+func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
+
+// trimPySpace is Python's str.rstrip() with no argument.
+func trimPySpace(s []byte) []byte {
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRune(s)
+		if !isPySpace(r) {
+			break
+		}
+		s = s[:len(s)-size]
+	}
+	return s
+}
+
+// matchEndOfSentence is Pipecat's match_endofsentence: the end of the
+// first sentence of text by Punkt, or 0. A text that Punkt keeps whole
+// counts when it ends in sentence punctuation; with lookahead (current
+// Pipecat), otherwise at its first unambiguous non-Latin sentence mark.
+func matchEndOfSentence(text []byte, lookahead bool) int {
+	text = trimPySpace(text)
+	if len(text) == 0 {
+		return 0
+	}
+	first, count := englishPunkt().split(string(text))
+	switch {
+	case count > 1:
+		return first
+	case count == 1:
+		if r, size := utf8.DecodeLastRune(text); isPipecatSentenceEnd(r) && size > 0 {
+			return len(text)
+		}
+		if lookahead {
+			for i, r := range string(text) {
+				if isPipecatUnambiguous(r) {
+					return i + utf8.RuneLen(r)
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// pipecatChunker is Pipecat's SimpleTextAggregator from v0.0.97 on, in
+// SENTENCE mode: text is taken a character at a time; after sentence
+// punctuation it waits for the next character that is not white space and
+// then asks match_endofsentence about everything it holds, releasing the
+// first sentence if there is one (and only that: the rest waits for the
+// next sentence punctuation). Punkt runs only there.
+type pipecatChunker struct {
+	buf       []byte // text held since the last release
+	start     int    // offset of buf[0]
+	lookahead bool   // sentence punctuation seen, waiting for a non-space
+}
+
+func (c *pipecatChunker) Append(_ time.Duration, text string) int {
+	for _, r := range text {
+		c.buf = utf8.AppendRune(c.buf, r)
+		if c.lookahead {
+			if !isPySpace(r) {
+				c.lookahead = false
+				if end := matchEndOfSentence(c.buf, true); end > 0 {
+					c.cut(end)
+				}
+			}
+			continue
+		}
+		c.lookahead = isPipecatSentenceEnd(r)
+	}
+	return c.start
+}
+
+// cut releases the first end bytes held.
+func (c *pipecatChunker) cut(end int) {
+	c.start += end
+	c.buf = c.buf[:copy(c.buf, c.buf[end:])]
+}
+
+func (c *pipecatChunker) Deadline() (time.Duration, bool) { return 0, false }
+func (c *pipecatChunker) Expire(time.Duration) int        { return c.start }
+func (c *pipecatChunker) Flush() int                      { c.cut(len(c.buf)); return c.start }
+func (c *pipecatChunker) Reset()                          { *c = pipecatChunker{buf: c.buf[:0]} }
+
+// pipecat096Chunker is Pipecat's SimpleTextAggregator from v0.0.77 to
+// v0.0.96: after each streamed chunk it asks match_endofsentence about
+// everything it holds (without the lookahead and the non-Latin fallback)
+// and releases at most one sentence, so a sentence ends at the token that
+// carries its punctuation. Punkt's answer can change only where a sentence
+// end (. ! ?) or the word after it is being streamed, where the held text
+// ends in sentence punctuation, or right after a release; Punkt runs only
+// then.
+type pipecat096Chunker struct {
+	buf   []byte
+	start int
+	// after is 0 when the text since the last . ! ? is settled (its next
+	// word is complete), 1 right after one, 2 in white space after it, 3 in
+	// the word after that.
+	after   int
+	recheck bool
+}
+
+func (c *pipecat096Chunker) Append(_ time.Duration, text string) int {
+	ask := c.recheck || c.after != 0
+	for _, r := range text {
+		switch {
+		case r == '.' || r == '!' || r == '?':
+			c.after = 1
+		case isPySpace(r):
+			switch c.after {
+			case 1:
+				c.after = 2
+			case 3:
+				c.after = 0
+			}
+		case c.after == 2:
+			c.after = 3
+		}
+		ask = ask || c.after != 0
+	}
+	c.buf = append(c.buf, text...)
+	if !ask {
+		if r, _ := utf8.DecodeLastRune(trimPySpace(c.buf)); !isPipecatSentenceEnd(r) {
+			return c.start
+		}
+	}
+	c.recheck = false
+	if end := matchEndOfSentence(c.buf, false); end > 0 {
+		c.start += end
+		c.buf = c.buf[:copy(c.buf, c.buf[end:])]
+		c.recheck = true
+	}
+	return c.start
+}
+
+func (c *pipecat096Chunker) Deadline() (time.Duration, bool) { return 0, false }
+func (c *pipecat096Chunker) Expire(time.Duration) int        { return c.start }
+func (c *pipecat096Chunker) Flush() int {
+	c.start += len(c.buf)
+	c.buf = c.buf[:0]
+	return c.start
+}
+func (c *pipecat096Chunker) Reset() { *c = pipecat096Chunker{buf: c.buf[:0]} }
