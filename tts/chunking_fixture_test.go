@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-pipeline/underrun/sim"
+	"github.com/speech-pipeline/underrun/pipeline/tokens"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
-var update = flag.Bool("update", false, "rewrite the tokens of testdata/chunking/replies.jsonl with sim.Tokenize")
+var update = flag.Bool("update", false, "rewrite the tokens of testdata/chunking/replies.jsonl with tokens.Split")
 
 // reply is one assistant reply of the fixture corpus, with the tokens it is
 // streamed in.
@@ -48,7 +48,7 @@ func loadReplies(t testing.TB) []reply {
 	if *update {
 		var b strings.Builder
 		for i := range out {
-			out[i].Tokens = sim.Tokenize(out[i].Text)
+			out[i].Tokens = tokens.Split(out[i].Text)
 			line, err := json.Marshal(out[i])
 			if err != nil {
 				t.Fatal(err)
