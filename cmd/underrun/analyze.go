@@ -134,6 +134,7 @@ func (a *analyzeCommand) runDefault(cmd *cobra.Command) error {
 			scenarios.DefaultStalls[1].Delay, scenarios.DefaultStalls[1].Token)
 	}
 	if err := s.add(t); err != nil {
+		s.abort()
 		return err
 	}
 	err = s.finish()

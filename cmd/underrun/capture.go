@@ -42,7 +42,9 @@ The run ends after --requests N (default: each prompt once) or --duration D.
 
 -o FILE writes the native trace, each record as it arrives, so an
 interrupted run keeps everything up to the moment it stopped; --sse FILE also
-keeps the raw SSE bytes with their arrival times (analyze reads both). The
+keeps the raw SSE bytes with their arrival times (analyze reads both). An
+existing non-empty file is refused, and left alone, unless --force replaces
+it. The
 API key is read from the environment variable --api-key-env names
 (OPENAI_API_KEY), never from the command line, and is never recorded.
 Ctrl-C stops at once: requests in flight end as cancelled, the trace is
@@ -82,6 +84,7 @@ type captureCommand struct {
 	seed        uint64
 	progress    string
 	clock       string
+	force       bool
 }
 
 func newCaptureCommand(e *env) *cobra.Command {
@@ -113,6 +116,7 @@ func newCaptureCommand(e *env) *cobra.Command {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Poisson arrivals")
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
 	fs.StringVar(&c.clock, "clock", "kernel", "when a chunk arrived: kernel (the kernel's receive stamp, where the system has one) or read (when the read returned)")
+	bindForce(fs, &c.force)
 	c.engine.bind(fs)
 	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
 	return c.cmd
@@ -142,23 +146,24 @@ type recordings struct {
 	files   []*os.File
 }
 
-// createRecordings creates the files named ("" for none), their headers
+// createRecordings opens the files named ("" for none) as recordings (a
+// non-empty file is refused unless replace, --force, is set), their headers
 // naming source. On an error, none is left open.
-func createRecordings(traceFile, sseFile, source string) (*recordings, error) {
+func createRecordings(traceFile, sseFile, source string, replace bool) (*recordings, error) {
 	r := &recordings{}
 	if traceFile != "" {
-		f, err := os.Create(traceFile)
+		f, err := openRecording("-o", traceFile, replace)
 		if err != nil {
-			return nil, usagef("-o: %w", err)
+			return nil, err
 		}
 		r.files = append(r.files, f)
 		r.trace = trace.NewWriter(f, source)
 	}
 	if sseFile != "" {
-		f, err := os.Create(sseFile)
+		f, err := openRecording("--sse", sseFile, replace)
 		if err != nil {
 			r.close()
-			return nil, usagef("--sse: %w", err)
+			return nil, err
 		}
 		r.files = append(r.files, f)
 		r.capture = openai.NewCaptureWriter(f, source)
@@ -252,7 +257,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if c.clock == "read" {
 		source = "capture; clock: read time"
 	}
-	rec, err := createRecordings(c.traceFile, c.sseFile, source)
+	rec, err := createRecordings(c.traceFile, c.sseFile, source, c.force)
 	if err != nil {
 		s.abort()
 		return err

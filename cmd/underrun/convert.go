@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -29,6 +28,8 @@ chunks are text-less tokens. Reasoning tokens are marked as reasoning, failed
 and cancelled requests keep their status.
 
 Reads the named files, or standard input when there are none or for "-".
+-o FILE is written beside FILE and put in place when complete: on an error,
+what was at FILE is left as it was (FILE may even be one of the inputs).
 Exit codes: 0 done; 2 bad usage or bad input.`
 
 const convertExample = `  underrun convert result.json -o trace.jsonl            # vLLM bench serve --save-detailed
@@ -67,16 +68,17 @@ func (c *convertCommand) run(cmd *cobra.Command, args []string) (err error) {
 	}
 	var out io.Writer = c.env.stdout
 	if c.out != "-" && c.out != "" {
-		f, cerr := os.Create(c.out)
+		// written beside, put in place when complete: an error leaves
+		// what was at c.out as it was (it may even be an input)
+		f, cerr := createOutput("--output", c.out)
 		if cerr != nil {
-			return usagef("--output: %w", cerr)
+			return cerr
 		}
 		defer func() {
-			if cerr := f.Close(); err == nil && cerr != nil {
-				err = cerr
-			}
 			if err != nil {
-				os.Remove(c.out) // leave no half-written trace behind
+				f.Abort()
+			} else {
+				err = f.Commit()
 			}
 		}()
 		out = f

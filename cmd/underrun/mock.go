@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -55,6 +54,7 @@ type mockCommand struct {
 	turns    int
 	model    string
 	events   string
+	force    bool
 }
 
 func newMockCommand(e *env) *cobra.Command {
@@ -75,6 +75,7 @@ func newMockCommand(e *env) *cobra.Command {
 	fs.IntVar(&c.turns, "turns", 0, "turns to take from --scenario (default: the scenario's count)")
 	fs.StringVar(&c.model, "model", openai.DefaultMockModel, "model name /v1/models reports (requests may name any)")
 	fs.StringVar(&c.events, "events", "", "log one zerolog JSON event per request to `FILE` (- for stderr)")
+	bindForce(fs, &c.force)
 	return cmd
 }
 
@@ -145,9 +146,9 @@ func (c *mockCommand) run(ctx context.Context) error {
 	case "-":
 		log = zerolog.New(c.env.stderr).With().Timestamp().Logger()
 	default:
-		f, err := os.Create(c.events)
+		f, err := openRecording("--events", c.events, c.force)
 		if err != nil {
-			return usagef("--events: %w", err)
+			return err
 		}
 		defer f.Close()
 		log = zerolog.New(f).With().Timestamp().Logger()

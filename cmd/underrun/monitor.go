@@ -60,7 +60,9 @@ over --max-message close the connection; messages over --rate are refused
 with an error message; a subscriber or page that reads too slowly is dropped.
 --record FILE writes everything received as a native trace as it arrives
 (turns named SESSION/TURN); SIGTERM or Ctrl-C closes the sessions, ends their
-open turns as incomplete and flushes the recording.
+open turns as incomplete and flushes the recording. The recording and the
+--events file are written in place as they go: an existing non-empty file is
+refused, and left alone, unless --force replaces it.
 
 A garbage collection can hold up the drain timers for milliseconds on a busy
 machine, so the monitor collects only when its heap nears --gc-memory MiB
@@ -85,6 +87,7 @@ type monitorCommand struct {
 	origins     []string
 	record      string
 	events      string
+	force       bool
 	warn        time.Duration
 	maxMessage  int64
 	rate        float64
@@ -117,6 +120,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	fs.StringSliceVar(&c.origins, "origin", nil, "browser `ORIGIN` allowed besides the monitor's own (repeatable; * for any)")
 	fs.StringVar(&c.record, "record", "", "write everything received to `FILE` as a native trace")
 	fs.StringVar(&c.events, "events", "-", "write the zerolog JSON event log to `FILE` (- for stderr, \"\" for none)")
+	bindForce(fs, &c.force)
 	fs.DurationVar(&c.warn, "warn-tolerance", defaultMonitorWarn, "raise a stall_warning when a stream is this close to starving the player (0: none)")
 	fs.Int64Var(&c.maxMessage, "max-message", monitor.DefaultMaxMessage, "largest ingest message in `BYTES`")
 	fs.Float64Var(&c.rate, "rate", monitor.DefaultRate, "messages per second each ingest connection may send")
@@ -249,9 +253,9 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	case "-":
 		logOut = c.env.stderr
 	default:
-		f, err := os.Create(c.events)
+		f, err := openRecording("--events", c.events, c.force)
 		if err != nil {
-			return usagef("--events: %w", err)
+			return err
 		}
 		closers = append(closers, f)
 		logOut = f
@@ -268,8 +272,8 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	}
 	var rec *os.File
 	if c.record != "" {
-		if rec, err = os.Create(c.record); err != nil {
-			return usagef("--record: %w", err)
+		if rec, err = openRecording("--record", c.record, c.force); err != nil {
+			return err
 		}
 		opts.Record = rec
 	}

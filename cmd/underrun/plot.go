@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/speech-pipeline/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/plot"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
@@ -64,6 +65,7 @@ type plotCommand struct {
 	cmd    *cobra.Command
 	engine engineFlags
 	out    string
+	file   *outfile.File // the output at out, once opened
 	kind   string
 	turn   string
 	format string
@@ -105,14 +107,22 @@ func (c *plotCommand) run(cmd *cobra.Command, input string) error {
 	if err != nil {
 		return usagef("-o: %w", err)
 	}
+	if c.kind != plotSweep {
+		if err := checkPlotKind(c.kind, format); err != nil {
+			return usagef("--kind: %w", err)
+		}
+		if c.turn != "" && c.kind != plotTimeline && c.kind != plotAuto {
+			return usagef("--turn picks a timeline; it does not go with --kind %s", c.kind)
+		}
+	}
+	// opened before any work, so that a path that cannot be written fails
+	// at once; put in place when the plot is complete
+	if c.file, err = createOutput("-o", c.out); err != nil {
+		return err
+	}
+	defer c.file.Abort() // after Commit, nothing
 	if c.kind == plotSweep {
 		return c.runSweep(input, format)
-	}
-	if err := checkPlotKind(c.kind, format); err != nil {
-		return usagef("--kind: %w", err)
-	}
-	if c.turn != "" && c.kind != plotTimeline && c.kind != plotAuto {
-		return usagef("--turn picks a timeline; it does not go with --kind %s", c.kind)
 	}
 	cfg, err := c.engine.config()
 	if err != nil {
@@ -177,7 +187,7 @@ func (c *plotCommand) run(cmd *cobra.Command, input string) error {
 }
 
 func (c *plotCommand) write(format, title string, r *pipeline.Report, col *plot.Collector, tl *plot.Timeline) error {
-	if err := writePlotFile(c.out, format, c.kind, title, r, col, tl); err != nil {
+	if err := writePlotFile(c.file, format, c.kind, title, r, col, tl); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.env.stderr, "underrun: wrote %s (%s, %s)\n", c.out, plural(r.Turns, "turn"), plural(r.Underruns.Count, "underrun"))
@@ -232,7 +242,10 @@ func (c *plotCommand) runSweep(input, format string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.out, b, 0o644); err != nil {
+	if _, err := c.file.Write(b); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := c.file.Commit(); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	fmt.Fprintf(c.env.stderr, "underrun: wrote %s (sweep of %s)\n", c.out, plural(len(sw.Points), "point"))

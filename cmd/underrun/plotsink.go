@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/speech-pipeline/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/plot"
 )
@@ -58,10 +58,11 @@ func checkPlotKind(kind, format string) error {
 
 // plotSink draws every turn of a run into one file (--plot).
 type plotSink struct {
-	path, format, kind string
-	title              string
-	report             *pipeline.Report
-	collector          *plot.Collector
+	out          *outfile.File
+	format, kind string
+	title        string
+	report       *pipeline.Report
+	collector    *plot.Collector
 }
 
 func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error) {
@@ -82,8 +83,11 @@ func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 		if err := checkPlotKind(kind, format); err != nil {
 			return nil, usagef("--plot-kind: %w", err)
 		}
-		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-			return nil, usagef("--plot: %s: the folder %s does not exist", path, filepath.Dir(path))
+		// opened before any work, so that a path that cannot be written
+		// fails at once
+		out, err := createOutput("--plot", path)
+		if err != nil {
+			return nil, err
 		}
 		opts := pipeline.ReportOptions{PerTurn: true, KeepUnderruns: true}
 		if d, err := fs.GetDuration("tpot-slo"); err == nil {
@@ -93,7 +97,7 @@ func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 			opts.MaxTPOT = b
 		}
 		return &plotSink{
-			path: path, format: format, kind: kind,
+			out: out, format: format, kind: kind,
 			title:     "underrun report",
 			report:    pipeline.NewReport(cfg, opts),
 			collector: plot.NewCollector(0, 0),
@@ -110,8 +114,11 @@ func (s *plotSink) Add(t *pipeline.Turn, p *pipeline.Playout) error {
 
 // Close renders the plot into the file.
 func (s *plotSink) Close() error {
-	return writePlotFile(s.path, s.format, s.kind, s.title, s.report, s.collector, nil)
+	return writePlotFile(s.out, s.format, s.kind, s.title, s.report, s.collector, nil)
 }
+
+// Abort leaves the plot file as it was.
+func (s *plotSink) Abort() { s.out.Abort() }
 
 // errNoTimeline reports a timeline asked of a run with no played turn.
 var errNoTimeline = errors.New("no turn to draw a timeline of")
@@ -166,13 +173,18 @@ func renderFigure(buf *bytes.Buffer, format, title string, f *plot.Figure) ([]by
 	return buf.Bytes(), err
 }
 
-// writePlotFile renders and writes the plot file.
-func writePlotFile(path, format, kind, title string, r *pipeline.Report, c *plot.Collector, tl *plot.Timeline) error {
+// writePlotFile renders the plot into out and puts it in place; on an
+// error, out is dropped and what was at its path left as it was.
+func writePlotFile(out *outfile.File, format, kind, title string, r *pipeline.Report, c *plot.Collector, tl *plot.Timeline) error {
 	b, err := renderPlot(format, kind, title, r, c, tl)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+	if err == nil {
+		_, err = out.Write(b)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err != nil {
+		out.Abort()
+		return fmt.Errorf("plot %s: %w", out.Name(), err)
+	}
+	if err := out.Commit(); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	return nil

@@ -32,7 +32,9 @@ request header. Headers, Authorization among them, are never logged or
 recorded.
 
 -o FILE records the native trace of every stream as it passes; --sse FILE
-the raw SSE bytes with their arrival times. On Ctrl-C the proxy stops and
+the raw SSE bytes with their arrival times. These recordings and an --events
+FILE are written as they go; an existing non-empty file is refused, and left
+alone, unless --force replaces it. On Ctrl-C the proxy stops and
 prints the report over every stream it saw (--report json for JSON).
 
 Exit codes: 0 pass; 1 the report's verdict failed; 2 bad usage.`
@@ -52,6 +54,7 @@ type proxyCommand struct {
 	sseFile   string
 	warn      time.Duration
 	session   string
+	force     bool
 }
 
 func newProxyCommand(e *env) *cobra.Command {
@@ -71,8 +74,10 @@ func newProxyCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.sseFile, "sse", "", "record the raw SSE bytes of every stream, with arrival times, to `FILE`")
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
 	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request header that names a turn's session")
+	bindForce(fs, &c.force)
 	c.engine.bind(fs)
 	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
+	c.out.live, c.out.replace = true, &c.force // its event log is written as it goes
 	fs.Lookup("events").DefValue = "-"
 	fs.Set("events", "-")
 	return cmd
@@ -109,7 +114,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 		s.abort()
 		return usageError{err}
 	}
-	rec, err := createRecordings(c.traceFile, c.sseFile, "proxy")
+	rec, err := createRecordings(c.traceFile, c.sseFile, "proxy", c.force)
 	if err != nil {
 		s.abort()
 		return err

@@ -4,22 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/speech-pipeline/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
 // turnSink receives every turn a command plays, with its finished playout,
 // and writes something from them (a WAV file, a plot). The playout is
 // reused for the next turn: a sink copies what it keeps. Close runs once,
-// after the last turn, before the report is printed.
+// after the last turn, before the report is printed; Abort, instead of
+// Close, after an error: it leaves the sink's file as it was.
 type turnSink interface {
 	Add(t *pipeline.Turn, p *pipeline.Playout) error
 	Close() error
+	Abort()
 }
 
 // sinkFactory binds a sink's flags on a command's flag set and returns a
@@ -49,6 +51,11 @@ type reportFlags struct {
 	list    int
 	sinks   []func(e *env, cfg pipeline.Config) (turnSink, error)
 	hooks   []func(e *env, cfg *pipeline.Config) error
+	// live marks a command that runs until stopped (proxy): its event log
+	// is a recording, written in place as it goes (see outputs.go), and
+	// replace is its --force.
+	live    bool
+	replace *bool
 }
 
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
@@ -76,6 +83,7 @@ type session struct {
 	playout *pipeline.Playout
 	log     zerolog.Logger
 	sinks   []turnSink
+	events  *outfile.File // --events FILE of a finished run, put in place by finish
 	closers []func() error
 }
 
@@ -104,12 +112,21 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	case "-":
 		s.log = zerolog.New(e.stderr)
 	default:
-		file, err := os.Create(f.events)
-		if err != nil {
-			return nil, usagef("--events: %w", err)
+		if f.live {
+			file, err := openRecording("--events", f.events, *f.replace)
+			if err != nil {
+				return nil, err
+			}
+			s.log = zerolog.New(file)
+			s.closers = append(s.closers, file.Close)
+			break
 		}
+		file, err := createOutput("--events", f.events)
+		if err != nil {
+			return nil, err
+		}
+		s.events = file
 		s.log = zerolog.New(file)
-		s.closers = append(s.closers, file.Close)
 	}
 	for _, mk := range f.sinks {
 		sink, err := mk(e, cfg)
@@ -150,8 +167,15 @@ func (s *session) played(t *pipeline.Turn, p *pipeline.Playout) error {
 	return nil
 }
 
-// abort closes what the session opened, after an error.
+// abort closes what the session opened, after an error, leaving the
+// files it was to write as they were.
 func (s *session) abort() {
+	for _, sink := range s.sinks {
+		sink.Abort()
+	}
+	if s.events != nil {
+		s.events.Abort()
+	}
 	for _, c := range s.closers {
 		c()
 	}
@@ -160,9 +184,20 @@ func (s *session) abort() {
 // finish closes the sinks, renders the report and turns the verdict into
 // the exit status.
 func (s *session) finish() error {
+	for i, sink := range s.sinks {
+		if err := sink.Close(); err != nil {
+			s.sinks = s.sinks[i+1:] // those closed are done
+			s.abort()
+			return err
+		}
+	}
+	s.sinks = nil
 	var errs []error
-	for _, sink := range s.sinks {
-		errs = append(errs, sink.Close())
+	if s.events != nil {
+		if err := s.events.Commit(); err != nil {
+			errs = append(errs, fmt.Errorf("--events: %w", err))
+		}
+		s.events = nil
 	}
 	for _, c := range s.closers {
 		errs = append(errs, c())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -107,15 +106,15 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 	if c.out == "" {
 		return p.WriteYAML(c.env.stdout)
 	}
-	f, err := os.Create(c.out)
+	f, err := createOutput("-o", c.out)
 	if err != nil {
-		return usagef("-o: %w", err)
-	}
-	if err := p.WriteYAML(f); err != nil {
-		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err := p.WriteYAML(f); err != nil {
+		f.Abort()
+		return err
+	}
+	if err := f.Commit(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "wrote %s; use it with --voice %s\n", c.out, c.out)

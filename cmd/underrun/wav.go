@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/spf13/pflag"
 
+	"github.com/speech-pipeline/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/render"
@@ -102,7 +102,13 @@ func wavSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSi
 		if err != nil {
 			return nil, err
 		}
-		return &wavSink{env: e, flags: w, engine: engine}, nil
+		// opened before any synthesis, so that a path that cannot be
+		// written fails at once
+		out, err := createOutput("--wav", w.path)
+		if err != nil {
+			return nil, err
+		}
+		return &wavSink{env: e, flags: w, engine: engine, out: out}, nil
 	}
 }
 
@@ -128,6 +134,7 @@ type wavSink struct {
 	env    *env
 	flags  *wavFlags
 	engine tts.Engine
+	out    *outfile.File
 	audio  *tts.Audio
 	turn   string
 	gaps   []pipeline.Underrun
@@ -147,20 +154,22 @@ func (s *wavSink) Add(t *pipeline.Turn, p *pipeline.Playout) error {
 	return nil
 }
 
+// Abort leaves the WAV file as it was.
+func (s *wavSink) Abort() { s.out.Abort() }
+
 func (s *wavSink) Close() error {
 	if s.audio == nil {
+		s.out.Abort()
 		if s.flags.turn != "" {
 			return usagef("--wav: no turn %q with speech among the %d turns played", s.flags.turn, s.turns)
 		}
 		return usagef("--wav: no turn with speech among the %d turns played", s.turns)
 	}
-	f, err := os.Create(s.flags.path)
+	err := render.WriteWAV(s.out, *s.audio)
 	if err != nil {
-		return usagef("--wav: %w", err)
-	}
-	err = render.WriteWAV(f, *s.audio)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+		s.out.Abort()
+	} else {
+		err = s.out.Commit()
 	}
 	if err != nil {
 		return fmt.Errorf("--wav %s: %w", s.flags.path, err)
