@@ -113,7 +113,7 @@ func ParsePolicy(s string) (Policy, error) {
 	case "livekit":
 		return PolicyFunc{Label: "livekit", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
 	case "livekit-basic":
-		return PolicyFunc{Label: "livekit-basic", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(basicSplit) }}, nil
 	case "elevenlabs-schedule":
 		schedule := DefaultElevenLabsSchedule
 		if hasArg {
