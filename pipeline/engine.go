@@ -116,7 +116,8 @@ type Playout struct {
 	meter     tts.Meter
 	tokenTime time.Duration
 	frame     time.Duration
-	timed     bool // the policy can release text on its own (Deadline)
+	timed     bool  // the policy can release text on its own (Deadline)
+	mode      uint8 // modeStream, modeRequest or modeParallel
 
 	turn   string
 	at     []time.Duration // per streamed chunk: arrival
@@ -130,9 +131,11 @@ type Playout struct {
 	metered           bool // some chunk's audio came from the meter: meters is kept
 	released          int
 	releasedAudio     time.Duration
-	cursor            int // streamed chunk audioAt last looked at
-	first             int // streamed chunk holding the first unreleased byte
-	synthDone         time.Duration
+	cursor            int           // streamed chunk audioAt last looked at
+	first             int           // streamed chunk holding the first unreleased byte
+	synthDone         time.Duration // when the synthesizer has produced all released audio
+	startHeld         bool          // the pre-roll start waited for an earlier chunk's last frames
+	allReady          time.Duration // when the last frame of every released chunk is ready
 	timerOrigin       int
 	timerArmed        bool
 	timerDeadline     time.Duration
@@ -155,9 +158,19 @@ type Playout struct {
 	// chunk: the largest extra delay of everything after it that adds no
 	// underrun (Unbounded when none can).
 	Tolerance []time.Duration
-	// MinPreroll is, after End, the smallest pre-roll with no underrun.
+	// MinPreroll is, after End, the smallest pre-roll in whole
+	// milliseconds with no underrun: passed back as Config.Preroll (or
+	// --preroll), the turn plays with no gap.
 	MinPreroll time.Duration
 }
+
+// The synthesizer's timing modes (tts.Mode), as the engine switches on
+// them.
+const (
+	modeStream uint8 = iota
+	modeRequest
+	modeParallel
+)
 
 const (
 	kindText uint8 = iota
@@ -180,6 +193,14 @@ func NewPlayout(cfg Config, id string) (*Playout, error) {
 		p.tokenTime = cfg.TokenAudio
 	}
 	p.frame = cfg.Synth.FrameSize()
+	switch cfg.Synth.Timing() {
+	case tts.ModeRequest:
+		p.mode = modeRequest
+	case tts.ModeParallel:
+		p.mode = modeParallel
+	default:
+		p.mode = modeStream
+	}
 	p.Reset(id)
 	return p, nil
 }
@@ -193,7 +214,7 @@ func (p *Playout) Reset(id string) {
 	p.text, p.kind = p.text[:0], p.kind[:0]
 	p.hasText, p.metered = false, false
 	p.released, p.releasedAudio, p.cursor, p.first = 0, 0, 0, 0
-	p.synthDone = 0
+	p.synthDone, p.allReady, p.startHeld = 0, 0, false
 	p.timerOrigin, p.timerArmed = 0, false
 	p.started, p.ended = false, false
 	p.startAt, p.playhead, p.startChunk, p.scheduled, p.readyAudio = 0, 0, 0, 0, 0
@@ -382,7 +403,8 @@ func (p *Playout) End() {
 	}
 	if !p.started && len(p.Chunks) > 0 {
 		c := &p.Chunks[len(p.Chunks)-1]
-		p.start(c.Ready+p.lastFrameOffset(c), len(p.Chunks)-1)
+		p.startHeld = p.allReady > c.Ready+p.lastFrameOffset(c)
+		p.start(p.allReady, len(p.Chunks)-1)
 	}
 	p.ended = true
 	for i := range p.Underruns {
@@ -459,20 +481,36 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		Trigger: trigger, Timer: timer,
 		Audio: a, Release: at,
 	}
-	c.Start = max(at, p.synthDone)
-	c.Ready = c.Start + p.cfg.Synth.TTFA
-	c.Done = c.Start + p.cfg.Synth.Busy(a)
-	p.synthDone = c.Done
+	i := len(p.Chunks) - 1
+	switch p.mode {
+	case modeRequest:
+		c.Start = max(at, p.synthDone)
+		c.Ready = c.Start + p.cfg.Synth.TTFA
+	case modeParallel:
+		c.Start = at
+		c.Ready = at + p.cfg.Synth.TTFA
+	default:
+		c.Start = at
+		c.Ready = max(at+p.latency(i), p.synthDone)
+	}
+	c.Done = c.Ready + p.cfg.Synth.Produce(a)
+	p.synthDone = max(p.synthDone, c.Done)
+	before := p.allReady // every earlier chunk is whole by then
+	p.allReady = max(p.allReady, c.Ready+p.lastFrameOffset(c))
 	if !p.started {
 		need := p.cfg.Preroll
 		if need <= 0 {
-			p.start(c.Ready, len(p.Chunks)-1)
+			p.start(c.Ready, i)
 			return
 		}
 		if p.readyAudio+a >= need {
+			// the player holds the audio in order: the pre-roll is full
+			// when every earlier chunk is whole and enough of this one is
 			x := need - p.readyAudio
 			k := (x+p.frame-1)/p.frame - 1
-			p.start(c.Ready+p.frameOffset(k), len(p.Chunks)-1)
+			own := c.Ready + p.frameOffset(k)
+			p.startHeld = before > own
+			p.start(max(before, own), i)
 			return
 		}
 		p.readyAudio += a
@@ -480,6 +518,37 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	}
 	p.schedule()
 }
+
+// latency is how long speech chunk i waits after its release for its
+// first audio with the synthesizer otherwise idle.
+func (p *Playout) latency(i int) time.Duration {
+	if i > 0 && p.mode == modeStream {
+		return p.cfg.Synth.Continuation
+	}
+	return p.cfg.Synth.TTFA
+}
+
+// readyIf is when speech chunk i's first audio would have been ready had
+// it been released at x, the chunks before it as they were.
+func (p *Playout) readyIf(i int, x time.Duration) time.Duration {
+	var prevDone time.Duration
+	if i > 0 {
+		prevDone = p.Chunks[i-1].Done
+	}
+	switch p.mode {
+	case modeRequest:
+		return max(x, prevDone) + p.cfg.Synth.TTFA
+	case modeParallel:
+		return x + p.cfg.Synth.TTFA
+	}
+	return max(x+p.latency(i), prevDone)
+}
+
+// NextLatency is how long the next chunk released would wait for its
+// first audio with the synthesizer otherwise idle: the time to first
+// audio, or in stream mode once the turn has a chunk, the continuation
+// latency.
+func (p *Playout) NextLatency() time.Duration { return p.latency(len(p.Chunks)) }
 
 // measure returns Config.Durations' audio of text [from, rel), held by
 // streamed chunks first..last, or model when the text holds tokens without
@@ -611,19 +680,18 @@ func (p *Playout) gap(i int, at, d time.Duration) {
 	u := p.newUnderrun(i, at, d)
 	c := &p.Chunks[i]
 	prev := &p.Chunks[i-1]
-	ttfa := p.cfg.Synth.TTFA
 	u.Position = p.position(prev.To)
 	first, last := p.spokenRange(c)
 	kind := gapLate
 	switch {
-	case c.Release+ttfa <= at:
+	case c.Release+p.latency(i) <= at:
 		kind = gapSynth
 		u.Token = c.First
-	case max(p.at[last], prev.Done)+ttfa <= at:
+	case p.readyIf(i, p.at[last]) <= at:
 		kind = gapWaited
 		u.Token = c.Trigger
 	default:
-		if max(p.at[first], prev.Done)+ttfa <= at {
+		if p.readyIf(i, p.at[first]) <= at {
 			kind = gapPartial
 		}
 		j := c.Last
@@ -768,15 +836,20 @@ func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 // release s_c of every speech chunk c released by a later chunk. The
 // turn's silence is its last play end minus start and audio, and the last
 // play end is the maximum over c of (first audio of c + its play time +
-// the audio after it), so with the synthesizer's busy times X_c nothing is
-// added when, for every delayed c, max_{k in [c0,c]}(s_k + X_k + ... +
-// X_{c-1}) + d + TTFA <= L_c, L_c being the latest first-audio time that
-// keeps the last play end. With no gap after c that is DESIGN.md's
-// e_{c-1} - a_c. Per first delayed chunk c0 this gives d <= min_{k >= c0}
-// (M_k - TTFA - s_k) with M_k = min(L_k, M_{k+1} - X_k): one backward
-// pass, O(n). When the player has not started before c0 the start moves
-// with the delay: the answer is Unbounded if the synthesizer never waited,
-// and otherwise this bound, which is then conservative.
+// the audio after it), so nothing is added when every delayed chunk's
+// first audio R'_c stays at or before L_c, the latest first-audio time
+// that keeps the last play end (with no gap after c, DESIGN.md's
+// e_{c-1} - a_c). Every mode makes R'_c = max(s_c + d + l_c, R'_{c-1} +
+// G_c), with l_c the chunk's latency (Playout.latency) and G_c the chain
+// from the chunk before: its production time plus, in request mode, the
+// time to first audio of the next request (D_{c-1} - R_{c-1} + TTFA); in
+// stream mode its production time (D_{c-1} - R_{c-1}); in parallel mode
+// no chain at all. Per first delayed chunk c0 this gives d <= min_{k >=
+// c0} (M_k - l_k - s_k) with M_k = min(L_k, M_{k+1} - G_{k+1}): one
+// backward pass, O(n). When the player has not started before c0 the start
+// moves with the delay: the answer is Unbounded if no chunk waited for the
+// synthesizer (and the start waited for no earlier chunk), and otherwise
+// this bound, which is then conservative.
 func (p *Playout) tolerance() {
 	n := len(p.at)
 	C := len(p.Chunks)
@@ -791,13 +864,9 @@ func (p *Playout) tolerance() {
 		}
 		return
 	}
-	// Backward pass: suffix[c] holds min_{k>=c} G_k; backlog[c] whether any
-	// chunk >= c waited for the synthesizer. Reuse the chunks' PlayEnd of
-	// the previous chunk as L.
-	ttfa := p.cfg.Synth.TTFA
 	M := Unbounded
 	T := Unbounded
-	backlog := false
+	backlog := p.startHeld // some chunk >= c0 (or the start) waited
 	end := p.Chunks[C-1].PlayEnd
 	var tail time.Duration // audio of the chunks after c
 	// Walk chunks backward while walking streamed chunks backward, so
@@ -830,15 +899,22 @@ func (p *Playout) tolerance() {
 			L = end - tail - ch.Audio - p.allowance(ch)
 		}
 		tail += ch.Audio
-		X := ch.Done - ch.Start
-		if M != Unbounded {
-			M -= X
+		// M holds M_{c+1}: follow the chain from chunk c to chunk c+1
+		switch {
+		case M == Unbounded:
+		case p.mode == modeParallel:
+			M = Unbounded
+		case p.mode == modeRequest:
+			M -= ch.Done - ch.Ready + p.cfg.Synth.TTFA
+		default:
+			M -= ch.Done - ch.Ready
 		}
 		M = min(M, L)
+		l := p.latency(c)
 		if M != Unbounded {
-			T = min(T, M-ttfa-ch.Release)
+			T = min(T, M-l-ch.Release)
 		}
-		if ch.Start > ch.Release {
+		if ch.Ready > ch.Release+l {
 			backlog = true
 		}
 	}
@@ -846,8 +922,11 @@ func (p *Playout) tolerance() {
 
 // minPreroll finds the smallest pre-roll with no underrun: the player must
 // start no earlier than S* = max_c(ready_c + allowance_c - audio before
-// c), so the pre-roll is the audio ready strictly before S*, plus one
-// sample.
+// c). The player holds audio in order, so what it has buffered at a time
+// is the audio of the chunks whole by then and the frames ready of the
+// next; any pre-roll above what it holds just before S* starts it at S*
+// or later. MinPreroll is the smallest whole millisecond above that, a
+// value that works when passed back as Config.Preroll (or --preroll).
 func (p *Playout) minPreroll() {
 	p.MinPreroll = 0
 	if len(p.Chunks) == 0 {
@@ -879,11 +958,14 @@ func (p *Playout) minPreroll() {
 			frames++
 		}
 		ready += min(c.Audio, frames*p.frame)
+		if frames*p.frame < c.Audio {
+			break // the chunks after it wait behind it
+		}
 	}
 	if ready == 0 {
 		return
 	}
-	p.MinPreroll = ready + time.Duration(math.Ceil(float64(time.Second)/float64(p.cfg.SampleRate)))
+	p.MinPreroll = (ready/time.Millisecond + 1) * time.Millisecond
 }
 
 // Play runs a whole recorded turn through a fresh Playout.

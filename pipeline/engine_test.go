@@ -93,8 +93,9 @@ func TestEngineHandComputed(t *testing.T) {
 		t.Errorf("TTFA = %v, want 0", at)
 	}
 	// The smallest pre-roll: start must be >= max(0-0, 100-200, 500-400, 1000-600) = 400 ms;
-	// audio ready before 400 ms: tokens at 0 and 100 -> 400 ms, plus one sample.
-	if got, want := p.MinPreroll, 400*ms+time.Second/tts.DefaultSampleRate+1; got != want {
+	// audio ready before 400 ms: tokens at 0 and 100 -> 400 ms; the smallest
+	// whole millisecond above it.
+	if got, want := p.MinPreroll, 401*ms; got != want {
 		t.Errorf("MinPreroll = %v, want %v", got, want)
 	}
 }
@@ -201,25 +202,40 @@ func TestMinPrerollRemovesEveryUnderrun(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	policies := []string{"token", "word", "sentence", "livekit", "elevenlabs", "timer:300ms"}
 	text := "Well, the train leaves at nine. Then you change at the central station, which takes five minutes. Is that fine?"
-	for trial := range 120 {
+	for trial := range 180 {
 		cfg := DefaultConfig()
-		cfg.Policy, _ = tts.ParsePolicy(policies[trial%len(policies)])
-		cfg.Synth = tts.Synth{TTFA: time.Duration(rng.IntN(300)) * ms, RTF: rng.Float64() * 1.5}
+		cfg.Policy, _ = tts.ParsePolicy(policies[(trial/3)%len(policies)])
+		cfg.Synth = randomSynth(rng, trial, 300*ms, 1.5)
 		turn := randomTextTurn(rng, text, 20+rng.IntN(150))
 		p := play(t, cfg, turn)
 		need := p.MinPreroll
+		if need%ms != 0 {
+			t.Fatalf("trial %d: pre-roll %v is not a whole millisecond", trial, need)
+		}
 		cfg.Preroll = need
 		if q := play(t, cfg, turn); len(q.Underruns) != 0 {
 			t.Fatalf("trial %d (%s, %+v): pre-roll %v still leaves %d underruns, first %+v",
 				trial, cfg.Policy.Name(), cfg.Synth, need, len(q.Underruns), q.Underruns[0])
 		}
-		if need > 2*ms {
-			cfg.Preroll = need - 2*ms
+		if need > ms {
+			cfg.Preroll = need - ms
 			if q := play(t, cfg, turn); len(q.Underruns) == 0 {
-				t.Fatalf("trial %d (%s): pre-roll %v is not the smallest: %v also has no underrun",
-					trial, cfg.Policy.Name(), need, cfg.Preroll)
+				t.Fatalf("trial %d (%s %+v): pre-roll %v is not the smallest: %v also has no underrun",
+					trial, cfg.Policy.Name(), cfg.Synth, need, cfg.Preroll)
 			}
 		}
+	}
+}
+
+// randomSynth draws a synthesizer of every mode in turn (by trial), with
+// latencies up to maxLatency and RTF up to maxRTF.
+func randomSynth(rng *rand.Rand, trial int, maxLatency time.Duration, maxRTF float64) tts.Synth {
+	modes := []tts.Mode{tts.ModeStream, tts.ModeRequest, tts.ModeParallel}
+	return tts.Synth{
+		Mode:         modes[trial%len(modes)],
+		TTFA:         time.Duration(rng.Int64N(int64(maxLatency))),
+		Continuation: time.Duration(rng.Int64N(int64(maxLatency))),
+		RTF:          rng.Float64() * maxRTF,
 	}
 }
 
@@ -288,7 +304,7 @@ func TestPropertyMoreDelayNeverLessSilence(t *testing.T) {
 		cfg := DefaultConfig()
 		policies := []string{"token", "word", "sentence", "livekit", "elevenlabs"}
 		cfg.Policy, _ = tts.ParsePolicy(policies[trial%len(policies)])
-		cfg.Synth = tts.Synth{TTFA: time.Duration(rng.IntN(200)) * ms, RTF: rng.Float64()}
+		cfg.Synth = randomSynth(rng, trial/5, 200*ms, 1)
 		cfg.Preroll = time.Duration(rng.IntN(3)) * 200 * ms
 		turn := randomTextTurn(rng, text, 10+rng.IntN(200))
 		before := underrunTotal(play(t, cfg, turn))
@@ -313,12 +329,13 @@ func TestPropertyToleranceIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	text := "Sure, I can book that. The flight leaves at seven, and the return is on Sunday evening. Shall I go ahead?"
 	checked := 0
-	for trial := range 150 {
+	exact := map[tts.Mode]int{} // tolerance+1ms adds silence after the start
+	for trial := range 300 {
 		cfg := DefaultConfig()
 		policies := []string{"token", "word", "sentence", "livekit", "elevenlabs"}
 		cfg.Policy, _ = tts.ParsePolicy(policies[trial%len(policies)])
-		cfg.Synth = tts.Synth{TTFA: time.Duration(rng.IntN(200)) * ms, RTF: rng.Float64() * 1.4}
-		if trial%3 == 0 {
+		cfg.Synth = randomSynth(rng, trial/5, 200*ms, 1.4)
+		if trial%4 == 0 {
 			cfg.Preroll = time.Duration(rng.IntN(800)) * ms
 		}
 		turn := randomTextTurn(rng, text, 30+rng.IntN(120))
@@ -347,12 +364,19 @@ func TestPropertyToleranceIsExact(t *testing.T) {
 					t.Fatalf("trial %d (%s %+v preroll %v) token %d: stall of tolerance+1ms (%v) adds no silence",
 						trial, cfg.Policy.Name(), cfg.Synth, cfg.Preroll, i, d+ms)
 				}
+			} else if turn.Chunks[i].At >= startOf(base) {
+				exact[cfg.Synth.Mode]++
 			}
 			checked++
 		}
 	}
-	if checked < 1000 {
+	if checked < 2000 {
 		t.Errorf("only %d tolerances checked", checked)
+	}
+	for _, m := range []tts.Mode{tts.ModeStream, tts.ModeRequest, tts.ModeParallel} {
+		if exact[m] < 300 {
+			t.Errorf("mode %s: only %d tolerances shown exact after the start", m, exact[m])
+		}
 	}
 }
 

@@ -91,8 +91,9 @@ type GuardOptions struct {
 	OnEvent func(Event)
 	// WarnTolerance raises EventStall when the stall tolerance falls to it
 	// or below (0: no warnings). The live stall tolerance at time t is
-	// DrainsAt - TTFA - t: how much longer the stream can stay silent before
-	// new text could no longer be synthesized in time. It looks only at the
+	// DrainsAt - Playout.NextLatency - t: how much longer the stream can
+	// stay silent before new text could no longer be synthesized in time
+	// (the next chunk's latency: the continuation latency in stream mode). It looks only at the
 	// audio in hand; the offline Playout.Tolerance also knows the future.
 	WarnTolerance time.Duration
 }
@@ -331,14 +332,14 @@ func (g *Guard) fire(t *guardTurn, gen uint64) {
 
 // tolerance is the stall tolerance at time now: how much longer the
 // stream can stay silent before the player starves, given that new text
-// needs the synthesizer's time to first audio. ok is false while the
+// needs the next chunk's latency before its first audio. ok is false while the
 // player has not started.
 func (g *Guard) tolerance(t *guardTurn, now time.Duration) (time.Duration, bool) {
 	d, ok := t.p.DrainsAt()
 	if !ok {
 		return 0, false
 	}
-	return d - g.cfg.Synth.TTFA - now, true
+	return d - t.p.NextLatency() - now, true
 }
 
 // process raises every event due by now (t.mu held).
@@ -430,7 +431,7 @@ func (g *Guard) arm(t *guardTurn, now time.Duration) {
 	if d, ok := t.p.DrainsAt(); ok && !t.drainOpen {
 		next = min(next, d)
 		if g.opts.WarnTolerance > 0 && !t.warned {
-			next = min(next, d-g.cfg.Synth.TTFA-g.opts.WarnTolerance)
+			next = min(next, d-t.p.NextLatency()-g.opts.WarnTolerance)
 		}
 	}
 	if d, ok := t.p.Deadline(); ok {

@@ -167,81 +167,93 @@ func TestGuardMatchesOffline(t *testing.T) {
 		{"preroll", "word", 100 * gms, 0.1, 400 * gms},
 	}
 	for _, tc := range cases {
-		for _, turn := range []*pipeline.Turn{def, slow, fast, bare} {
-			t.Run(tc.name+"/"+turn.ID, func(t *testing.T) {
-				t.Parallel()
-				cfg := guardConfig(t, tc.policy, tc.ttfa, tc.rtf, tc.preroll)
-				off, err := pipeline.Play(cfg, turn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c := liveRun(t, cfg, turn, 0)
-				want := off.Underruns
-				if tc.name == "word" && turn == def && len(want) < 2 {
-					t.Fatalf("the default turn has %d underruns: the test needs some", len(want))
-				}
-				if got := c.turns[turn.ID]; !slices.Equal(got, want) {
-					t.Fatalf("final underruns differ:\n got %+v\nwant %+v", got, want)
-				}
-				endAt := turn.Chunks[len(turn.Chunks)-1].At
-				done := c.kind(pipeline.EventUnderrun)
-				if len(done) != len(want) {
-					t.Fatalf("got %d underrun events, want %d", len(done), len(want))
-				}
-				for i, e := range done {
-					got, w := e.Underrun, want[i]
-					// the cause of a live event is settled from the chunks so far
-					got.Cause = w.Cause
-					if got != w {
-						t.Errorf("underrun %d: got %+v, want %+v", i, e.Underrun, w)
-					}
-					resume := w.Start + w.Duration
-					if e.At != resume {
-						t.Errorf("underrun %d: At %v, want its end %v", i, e.At, resume)
-					}
-					if wantNow := min(resume, endAt); e.Now != wantNow {
-						t.Errorf("underrun %d raised at %v, want %v", i, e.Now, wantNow)
-					}
-				}
-				// every speech chunk is announced once, as offline analysis
-				// plays it
-				speech := c.kind(pipeline.EventSpeech)
-				if len(speech) != len(off.Chunks) {
-					t.Fatalf("%d speech events, want %d chunks", len(speech), len(off.Chunks))
-				}
-				for i, e := range speech {
-					if e.Speech != off.Chunks[i] {
-						t.Errorf("speech %d: %+v, want %+v", i, e.Speech, off.Chunks[i])
-					}
-					if want := turn.Chunks[e.Speech.First].Textless; e.Textless != want {
-						t.Errorf("speech %d: Textless %v, want %v", i, e.Textless, want)
-					}
-					if e.Now > max(e.Speech.PlayStart, endAt) {
-						t.Errorf("speech %d announced at %v, after it started playing at %v", i, e.Now, e.Speech.PlayStart)
-					}
-				}
-				drains := c.kind(pipeline.EventDrain)
-				// every gap's start is announced once, on time (or at End
-				// for gaps still ahead); a drain at the end of the speech
-				// may precede End with no gap after it
-				j := 0
-				for _, e := range drains {
-					if j < len(want) && e.At == want[j].Start {
-						j++
-					}
-					if wantNow := min(e.At, endAt); e.Now != wantNow {
-						t.Errorf("drain at %v raised at %v, want %v", e.At, e.Now, wantNow)
-					}
-				}
-				if j != len(want) {
-					t.Errorf("drains %v announce only %d of %d underruns", drainTimes(drains), j, len(want))
-				}
-				if extra := len(drains) - len(want); extra > 1 {
-					t.Errorf("%d drains without an underrun", extra)
-				}
-			})
+		for _, mode := range []tts.Mode{tts.ModeStream, tts.ModeRequest, tts.ModeParallel} {
+			for _, turn := range []*pipeline.Turn{def, slow, fast, bare} {
+				guardMatchesOffline(t, tc.name+"/"+string(mode)+"/"+turn.ID, turn, def, func(t *testing.T) pipeline.Config {
+					cfg := guardConfig(t, tc.policy, tc.ttfa, tc.rtf, tc.preroll)
+					cfg.Synth.Mode, cfg.Synth.Continuation = mode, tc.ttfa/3
+					return cfg
+				})
+			}
 		}
 	}
+}
+
+// guardMatchesOffline checks, as subtest name, that a guard fed turn live
+// raises the underruns, drains and speech chunks offline analysis finds.
+func guardMatchesOffline(t *testing.T, name string, turn, def *pipeline.Turn, config func(*testing.T) pipeline.Config) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		cfg := config(t)
+		off, err := pipeline.Play(cfg, turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := liveRun(t, cfg, turn, 0)
+		want := off.Underruns
+		if cfg.Policy.Name() == "word" && cfg.Preroll == 0 && cfg.Synth.RTF < 1 && turn == def && len(want) < 2 {
+			t.Fatalf("the default turn has %d underruns: the test needs some", len(want))
+		}
+		if got := c.turns[turn.ID]; !slices.Equal(got, want) {
+			t.Fatalf("final underruns differ:\n got %+v\nwant %+v", got, want)
+		}
+		endAt := turn.Chunks[len(turn.Chunks)-1].At
+		done := c.kind(pipeline.EventUnderrun)
+		if len(done) != len(want) {
+			t.Fatalf("got %d underrun events, want %d", len(done), len(want))
+		}
+		for i, e := range done {
+			got, w := e.Underrun, want[i]
+			// the cause of a live event is settled from the chunks so far
+			got.Cause = w.Cause
+			if got != w {
+				t.Errorf("underrun %d: got %+v, want %+v", i, e.Underrun, w)
+			}
+			resume := w.Start + w.Duration
+			if e.At != resume {
+				t.Errorf("underrun %d: At %v, want its end %v", i, e.At, resume)
+			}
+			if wantNow := min(resume, endAt); e.Now != wantNow {
+				t.Errorf("underrun %d raised at %v, want %v", i, e.Now, wantNow)
+			}
+		}
+		// every speech chunk is announced once, as offline analysis
+		// plays it
+		speech := c.kind(pipeline.EventSpeech)
+		if len(speech) != len(off.Chunks) {
+			t.Fatalf("%d speech events, want %d chunks", len(speech), len(off.Chunks))
+		}
+		for i, e := range speech {
+			if e.Speech != off.Chunks[i] {
+				t.Errorf("speech %d: %+v, want %+v", i, e.Speech, off.Chunks[i])
+			}
+			if want := turn.Chunks[e.Speech.First].Textless; e.Textless != want {
+				t.Errorf("speech %d: Textless %v, want %v", i, e.Textless, want)
+			}
+			if e.Now > max(e.Speech.PlayStart, endAt) {
+				t.Errorf("speech %d announced at %v, after it started playing at %v", i, e.Now, e.Speech.PlayStart)
+			}
+		}
+		drains := c.kind(pipeline.EventDrain)
+		// every gap's start is announced once, on time (or at End
+		// for gaps still ahead); a drain at the end of the speech
+		// may precede End with no gap after it
+		j := 0
+		for _, e := range drains {
+			if j < len(want) && e.At == want[j].Start {
+				j++
+			}
+			if wantNow := min(e.At, endAt); e.Now != wantNow {
+				t.Errorf("drain at %v raised at %v, want %v", e.At, e.Now, wantNow)
+			}
+		}
+		if j != len(want) {
+			t.Errorf("drains %v announce only %d of %d underruns", drainTimes(drains), j, len(want))
+		}
+		if extra := len(drains) - len(want); extra > 1 {
+			t.Errorf("%d drains without an underrun", extra)
+		}
+	})
 }
 
 func drainTimes(es []pipeline.Event) []time.Duration {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/speech-pipeline/underrun/tts"
 )
 
 // DefaultTPOTSLO is the TPOT a turn must stay within to pass.
@@ -123,7 +125,9 @@ type ConfigReport struct {
 	Chunking       string  `json:"chunking"`
 	WPM            float64 `json:"wpm"`
 	TokenAudioMs   float64 `json:"token_audio_ms"`
+	TTSMode        string  `json:"tts_mode"`
 	TTSLatencyMs   float64 `json:"tts_latency_ms"`
+	ContinuationMs float64 `json:"tts_continuation_ms"`
 	RTF            float64 `json:"rtf"`
 	PrerollMs      float64 `json:"preroll_ms"`
 	InterruptionMs float64 `json:"interruption_ms"`
@@ -172,8 +176,9 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 		name = cfg.Policy.Name()
 	}
 	r.Config = &ConfigReport{
+		ContinuationMs: Millis(cfg.Synth.Continuation),
 		Chunking: name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
-		TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
+		TTSMode: string(cfg.Synth.Timing()), TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
 		PrerollMs: Millis(cfg.Preroll), InterruptionMs: Millis(cfg.Interruption),
 	}
 	return r
@@ -385,8 +390,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "underrun report: %s (%d ok, %d failed, %d without speech)\n", plural(r.Turns, "turn"), r.TurnsOK, r.TurnsFailed, r.TurnsSilent)
 	if c := r.Config; c != nil {
-		fmt.Fprintf(&b, "speech: %s chunking, %.0f wpm (%.0f ms per text-less token), TTS latency %s, RTF %.2g, pre-roll %s, interruption >= %s\n",
-			c.Chunking, c.WPM, c.TokenAudioMs, fmtMs(c.TTSLatencyMs), c.RTF, fmtMs(c.PrerollMs), fmtMs(c.InterruptionMs))
+		synth := fmt.Sprintf("TTS %s, first audio %s", c.TTSMode, fmtMs(c.TTSLatencyMs))
+		if c.TTSMode == string(tts.ModeStream) {
+			synth += ", continuation " + fmtMs(c.ContinuationMs)
+		} else {
+			synth += " per chunk"
+		}
+		fmt.Fprintf(&b, "speech: %s chunking, %.0f wpm (%.0f ms per text-less token), %s, RTF %.2g, pre-roll %s, interruption >= %s\n",
+			c.Chunking, c.WPM, c.TokenAudioMs, synth, c.RTF, fmtMs(c.PrerollMs), fmtMs(c.InterruptionMs))
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -125,7 +125,9 @@ type SpeculativeFile struct {
 // player.
 type TTSFile struct {
 	Chunking     string         `yaml:"chunking"`
+	Mode         string         `yaml:"mode"`
 	TTFA         *time.Duration `yaml:"ttfa"`
+	Continuation *time.Duration `yaml:"continuation"`
 	RTF          *float64       `yaml:"rtf"`
 	WPM          float64        `yaml:"wpm"`
 	TokenAudio   time.Duration  `yaml:"token_audio"`
@@ -590,6 +592,19 @@ func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 			return cfg, ld.fieldErrorf("tts.ttfa", "want a time to first audio >= 0, got %v", *t.TTFA)
 		}
 		cfg.Synth.TTFA = *t.TTFA
+	}
+	if t.Mode != "" {
+		m, err := tts.ParseMode(t.Mode)
+		if err != nil {
+			return cfg, ld.fieldError("tts.mode", err)
+		}
+		cfg.Synth.Mode = m
+	}
+	if t.Continuation != nil {
+		if *t.Continuation < 0 {
+			return cfg, ld.fieldErrorf("tts.continuation", "want a continuation latency >= 0, got %v", *t.Continuation)
+		}
+		cfg.Synth.Continuation = *t.Continuation
 	}
 	if t.RTF != nil {
 		if !(*t.RTF >= 0) || math.IsInf(*t.RTF, 0) {

@@ -18,6 +18,8 @@ type engineFlags struct {
 	wpm          float64
 	tokenAudio   time.Duration
 	ttsLatency   time.Duration
+	ttsMode      string
+	continuation time.Duration
 	rtf          float64
 	preroll      time.Duration
 	interruption time.Duration
@@ -33,7 +35,9 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.chunking, "chunking", pipeline.DefaultPolicy, "chunking policy: "+tts.PolicyNames)
 	fs.Float64Var(&f.wpm, "wpm", d.Voice.WPM, "speaking rate in words per minute (pauses at punctuation come on top)")
 	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "speak every token, text or not, for exactly this long (default: text by the voice model, text-less tokens at one word's time / 1.33)")
-	fs.DurationVar(&f.ttsLatency, "tts-latency", d.Synth.TTFA, "synthesizer time to first audio of each chunk")
+	fs.DurationVar(&f.ttsLatency, "tts-latency", d.Synth.TTFA, "synthesizer time to first audio: of a turn's first chunk (stream mode), of every chunk (request, parallel)")
+	fs.StringVar(&f.ttsMode, "tts-mode", string(d.Synth.Timing()), "synthesizer timing: "+tts.ModeNames)
+	fs.DurationVar(&f.continuation, "tts-continuation", d.Synth.Continuation, "stream mode: time to first audio of every chunk after a turn's first (the text goes into the open context)")
 	fs.Float64Var(&f.rtf, "rtf", d.Synth.RTF, "synthesizer real-time factor (0 instant, >1 slower than real time)")
 	fs.DurationVar(&f.preroll, "preroll", 0, "audio the player buffers before it starts (0: start at first audio)")
 	fs.DurationVar(&f.interruption, "interruption", pipeline.DefaultInterruption, "shortest underrun counted as an interruption")
@@ -52,6 +56,12 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 	cfg.Voice.TokenAudio = f.tokenAudio
 	cfg.TokenAudio = f.tokenAudio
 	cfg.Synth.TTFA = f.ttsLatency
+	cfg.Synth.Continuation = f.continuation
+	mode, err := tts.ParseMode(f.ttsMode)
+	if err != nil {
+		return cfg, usagef("--tts-mode: %w", err)
+	}
+	cfg.Synth.Mode = mode
 	cfg.Synth.RTF = f.rtf
 	cfg.Preroll = f.preroll
 	cfg.Interruption = f.interruption
@@ -66,6 +76,8 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 		return cfg, usagef("--token-audio must not be negative, got %v", f.tokenAudio)
 	case f.ttsLatency < 0:
 		return cfg, usagef("--tts-latency must not be negative, got %v", f.ttsLatency)
+	case f.continuation < 0:
+		return cfg, usagef("--tts-continuation must not be negative, got %v", f.continuation)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{fmt.Errorf("speech model flags: %w", err)}
@@ -100,6 +112,12 @@ func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
 		}
 		if !changed("rtf") {
 			cfg.Synth.RTF = prof.Synth.RTF
+		}
+		if !changed("tts-mode") && prof.Synth.Mode != "" {
+			cfg.Synth.Mode = prof.Synth.Mode
+		}
+		if !changed("tts-continuation") && prof.Synth.Mode == tts.ModeStream {
+			cfg.Synth.Continuation = prof.Synth.Continuation
 		}
 	}
 	return nil
