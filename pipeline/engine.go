@@ -66,7 +66,7 @@ func DefaultConfig() Config {
 	return Config{
 		Voice:        tts.DefaultVoice(),
 		Policy:       p,
-		Synth:        tts.Synth{TTFA: DefaultTTFA, RTF: DefaultRTF},
+		Synth:        tts.Synth{Mode: tts.DefaultMode, TTFA: DefaultTTFA, Continuation: tts.DefaultContinuation, RTF: DefaultRTF},
 		Interruption: DefaultInterruption,
 		SampleRate:   tts.DefaultSampleRate,
 		StallFactor:  DefaultStallFactor,

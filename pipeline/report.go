@@ -177,7 +177,7 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 	}
 	r.Config = &ConfigReport{
 		ContinuationMs: Millis(cfg.Synth.Continuation),
-		Chunking: name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
+		Chunking:       name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
 		TTSMode: string(cfg.Synth.Timing()), TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
 		PrerollMs: Millis(cfg.Preroll), InterruptionMs: Millis(cfg.Interruption),
 	}

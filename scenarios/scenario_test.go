@@ -190,6 +190,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad budget", "generator:\n  kind: roofline\n  gpu: h100\n  model: llama-3.1-8b\n  prefill:\n    rate: 1\n    prompt_tokens: {mean: 800}\n    token_budget: 100\n", []string{"line 8", "token_budget"}},
 		{"bad policy", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  chunking: paragraph\n", []string{"line 5", "tts.chunking"}},
 		{"negative rtf", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  rtf: -1\n", []string{"line 5", "tts.rtf"}},
+		{"bad mode", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  mode: batch\n", []string{"line 5", "tts.mode", "stream, request or parallel"}},
+		{"negative continuation", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  continuation: -5ms\n", []string{"line 5", "tts.continuation"}},
 		{"unknown metric", "generator:\n  kind: constant\n  tpot: 40ms\nexpect:\n  loudness: 3\n", []string{"line 5", "expect.loudness", "unknown metric"}},
 		{"bad comparison", "generator:\n  kind: constant\n  tpot: 40ms\nexpect:\n  interruptions: \"about 3\"\n", []string{"line 5", "expect.interruptions", "comparison"}},
 		{"two texts", "text: hi\ntokens: 3\ngenerator:\n  kind: constant\n  tpot: 40ms\n", []string{"one of text"}},

@@ -172,6 +172,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"bad output", []string{"--output", "xml"}, "--output: want text or json"},
 		{"unknown flag", []string{"analyze", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{"negative rtf", []string{"--rtf", "-1"}, "real-time factor"},
+		{"bad tts mode", []string{"--tts-mode", "batch"}, "--tts-mode: invalid synthesizer: unknown timing mode \"batch\""},
+		{"negative continuation", []string{"--tts-continuation", "-1ms"}, "--tts-continuation must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
