@@ -66,8 +66,11 @@ type Event struct {
 	Text     string
 	Textless bool
 	Gaps     []Underrun
-	// Token is the index of the last chunk that had arrived.
-	Token int
+	// LastToken is the index (from 0, in Turn.Chunks) of the last streamed
+	// chunk that had arrived when the event was raised; -1 before the
+	// first. It is not the chunk an underrun blames (Underrun.Token): a
+	// drain is raised while that one is still awaited.
+	LastToken int
 	// Record is, for EventTurn, the turn as streamed; it stays valid after
 	// the callback.
 	Record *Turn
@@ -284,7 +287,7 @@ func (g *Guard) end(t *guardTurn, status Status) error {
 		at = t.rec.Chunks[n-1].At
 	}
 	g.emit(Event{Kind: EventTurn, Turn: t.rec.ID, Session: t.rec.Session, At: at, Now: now,
-		Token: len(t.rec.Chunks) - 1, Record: &t.rec, Playout: t.p})
+		LastToken: len(t.rec.Chunks) - 1, Record: &t.rec, Playout: t.p})
 	g.mu.Lock()
 	if g.turns[t.rec.ID] == t {
 		delete(g.turns, t.rec.ID)
@@ -361,7 +364,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				}
 			}
 			g.emit(Event{Kind: EventSpeech, Turn: t.rec.ID, Session: t.rec.Session, At: c.Release, Now: report,
-				Token: last, Speech: c, Text: string(p.text[c.From:c.To]), Textless: p.Textless(c), Gaps: gaps})
+				LastToken: last, Speech: c, Text: string(p.text[c.From:c.To]), Textless: p.Textless(c), Gaps: gaps})
 		}
 	}
 	if g.opts.WarnTolerance > 0 && !t.ended {
@@ -378,7 +381,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 					at = max(now-(g.opts.WarnTolerance-tol), t.rec.Chunks[last].At)
 				}
 				g.emit(Event{Kind: EventStall, Turn: t.rec.ID, Session: t.rec.Session,
-					At: at, Now: report, Tolerance: max(0, tol), Token: last})
+					At: at, Now: report, Tolerance: max(0, tol), LastToken: last})
 			}
 		}
 	}
@@ -386,7 +389,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 		switch {
 		case t.done < t.drains && end(us[t.done]) <= now:
 			g.emit(Event{Kind: EventUnderrun, Turn: t.rec.ID, Session: t.rec.Session,
-				At: end(us[t.done]), Now: report, Underrun: us[t.done], Token: last})
+				At: end(us[t.done]), Now: report, Underrun: us[t.done], LastToken: last})
 			t.done++
 			continue
 		case t.drains < len(us) && us[t.drains].Start <= now:
@@ -395,7 +398,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				t.drainOpen = false // announced when the buffer drained
 			} else {
 				g.emit(Event{Kind: EventDrain, Turn: t.rec.ID, Session: t.rec.Session,
-					At: u.Start, Now: report, Underrun: u, Token: last})
+					At: u.Start, Now: report, Underrun: u, LastToken: last})
 			}
 			t.drains++
 			continue
@@ -411,7 +414,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 	if ok && d <= now && !t.drainOpen && t.drains == len(us) {
 		t.drainOpen, t.drainAt = true, d
 		g.emit(Event{Kind: EventDrain, Turn: t.rec.ID, Session: t.rec.Session,
-			At: d, Now: report, Underrun: Underrun{Turn: t.rec.ID, Start: d, StartSample: p.samples(d)}, Token: last})
+			At: d, Now: report, Underrun: Underrun{Turn: t.rec.ID, Start: d, StartSample: p.samples(d)}, LastToken: last})
 	}
 }
 
@@ -468,14 +471,14 @@ func (g *Guard) emit(e Event) {
 			ev = ev.Str("session", e.Session)
 		}
 		ev.Float64("start_ms", Millis(e.At)).Float64("late_ms", Millis(e.Now-e.At)).
-			Int("token", e.Token).Msg(string(EventDrain))
+			Int("last_token", e.LastToken).Msg(string(EventDrain))
 	case EventStall:
 		ev := log.Warn().Str("event", string(EventStall)).Str("turn", e.Turn)
 		if e.Session != "" {
 			ev = ev.Str("session", e.Session)
 		}
 		ev.Float64("at_ms", Millis(e.At)).Float64("tolerance_ms", Millis(e.Tolerance)).
-			Int("token", e.Token).Msg(string(EventStall))
+			Int("last_token", e.LastToken).Msg(string(EventStall))
 	}
 }
 

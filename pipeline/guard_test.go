@@ -295,8 +295,8 @@ func TestGuardDrainAndStallWarning(t *testing.T) {
 		t.Fatalf("events:\n got %q\nwant %q", got, want)
 	}
 	w := c.kind(pipeline.EventStall)[0]
-	if w.Tolerance != 30*gms || w.Token != 2 {
-		t.Errorf("warning: tolerance %v token %d, want 30ms and 2", w.Tolerance, w.Token)
+	if w.Tolerance != 30*gms || w.LastToken != 2 {
+		t.Errorf("warning: tolerance %v token %d, want 30ms and 2", w.Tolerance, w.LastToken)
 	}
 	u := c.kind(pipeline.EventUnderrun)[0].Underrun
 	if u.Start != 400*gms || u.Duration != 300*gms || u.Class != pipeline.Interruption || u.Samples != 7200 {

@@ -66,15 +66,20 @@ type Underrun struct {
 	Class    Class    `json:"class"`
 	Cause    Cause    `json:"cause"`
 	Position Position `json:"position"`
-	// Token is the index of the streamed chunk that came late (for a
-	// stall, the one after the long inter-token latency).
+	// Token is the index, from 0, of the streamed chunk that came late, in
+	// the turn's chunks as they streamed (Turn.Chunks: a trace's chunk
+	// records of the turn, a monitor session's chunk messages of the turn,
+	// reasoning ones included; a chunk of several tokens counts once). For
+	// a stall it is the chunk after the long inter-token latency: ITL is
+	// the gap before it.
 	Token int `json:"token"`
 	// ITL is the inter-token latency before that chunk.
 	ITL time.Duration `json:"-"`
 	// Tolerance is the longest that ITL could have been with no gap at this
 	// point: ITL minus the gap, for causes that come from the stream.
 	Tolerance time.Duration `json:"-"`
-	// Chunk is the index of the speech chunk that came late.
+	// Chunk is the index, from 0, of the speech chunk (the text the
+	// chunking policy released) that came late.
 	Chunk int `json:"chunk"`
 }
 

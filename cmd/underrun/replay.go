@@ -280,13 +280,13 @@ func (r *replayRun) event(e pipeline.Event) {
 	}
 	switch e.Kind {
 	case pipeline.EventDrain:
-		line("underrun started: the player ran dry (%d tokens in)", e.Token+1)
+		line("underrun started: the player ran dry after token %d arrived", e.LastToken)
 	case pipeline.EventUnderrun:
 		u := e.Underrun
 		line("underrun: %.1f ms %s, %s, token %d (ITL %.1f ms), %s",
 			pipeline.Millis(u.Duration), u.Class, u.Cause, u.Token, pipeline.Millis(u.ITL), u.Position)
 	case pipeline.EventStall:
-		line("stall warning: %.1f ms of tolerance left after token %d", pipeline.Millis(e.Tolerance), e.Token)
+		line("stall warning: %.1f ms of tolerance left after token %d", pipeline.Millis(e.Tolerance), e.LastToken)
 	case pipeline.EventSpeech:
 		if r.audio == nil {
 			return

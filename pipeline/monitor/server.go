@@ -424,16 +424,20 @@ func (l *limiter) allow(now time.Time) bool {
 
 // eventMessage is what subscribers and pages receive for each event.
 type eventMessage struct {
-	Type          string   `json:"type"`
-	Session       string   `json:"session"`
-	Turn          string   `json:"turn,omitempty"`
-	AtMs          float64  `json:"at_ms,omitempty"`
-	DurationMs    float64  `json:"duration_ms,omitempty"`
-	LateMs        float64  `json:"late_ms,omitempty"`
-	Class         string   `json:"class,omitempty"`
-	Cause         string   `json:"cause,omitempty"`
-	Position      string   `json:"position,omitempty"`
-	Token         int      `json:"token,omitempty"`
+	Type       string  `json:"type"`
+	Session    string  `json:"session"`
+	Turn       string  `json:"turn,omitempty"`
+	AtMs       float64 `json:"at_ms,omitempty"`
+	DurationMs float64 `json:"duration_ms,omitempty"`
+	LateMs     float64 `json:"late_ms,omitempty"`
+	Class      string  `json:"class,omitempty"`
+	Cause      string  `json:"cause,omitempty"`
+	Position   string  `json:"position,omitempty"`
+	// Token (underrun) is the index, from 0, of the turn's chunk that came
+	// late (pipeline.Underrun.Token); LastToken (underrun_started,
+	// stall_warning) that of the last chunk that had arrived.
+	Token         *int     `json:"token,omitempty"`
+	LastToken     *int     `json:"last_token,omitempty"`
 	ITLMs         float64  `json:"itl_ms,omitempty"`
 	ToleranceMs   float64  `json:"tolerance_ms,omitempty"`
 	Status        string   `json:"status,omitempty"`

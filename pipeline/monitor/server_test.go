@@ -361,7 +361,7 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 	var slowest time.Duration
 	for i := range n {
 		start := time.Now()
-		s.publishEvent(eventMessage{Type: "test", Session: pad, Token: i})
+		s.publishEvent(eventMessage{Type: "test", Session: pad, Token: ptr(i)})
 		slowest = max(slowest, time.Since(start))
 		if i%4 == 3 {
 			time.Sleep(time.Millisecond) // 24 MB in under a second

@@ -301,10 +301,10 @@ func (sess *session) onEvent(e pipeline.Event) {
 		sess.mu.Unlock()
 		sess.srv.m.stalls.Inc()
 		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("at_ms", pipeline.Millis(e.At)).
-			Float64("tolerance_ms", pipeline.Millis(e.Tolerance)).Int("token", e.Token).Msg(string(e.Kind))
+			Float64("tolerance_ms", pipeline.Millis(e.Tolerance)).Int("last_token", e.LastToken).Msg(string(e.Kind))
 		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
 			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), ToleranceMs: pipeline.Millis(e.Tolerance),
-			Token: e.Token, UnixNs: begin.Add(e.At).UnixNano()})
+			LastToken: ptr(e.LastToken), UnixNs: begin.Add(e.At).UnixNano()})
 	case pipeline.EventDrain:
 		if ts == nil || (ts.barged && e.At >= ts.bargeAt) {
 			sess.mu.Unlock()
@@ -314,9 +314,9 @@ func (sess *session) onEvent(e pipeline.Event) {
 		sess.series.drain(begin.Add(e.At))
 		sess.mu.Unlock()
 		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(e.At)).
-			Float64("late_ms", pipeline.Millis(e.Now-e.At)).Int("token", e.Token).Msg(string(e.Kind))
+			Float64("late_ms", pipeline.Millis(e.Now-e.At)).Int("last_token", e.LastToken).Msg(string(e.Kind))
 		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
-			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), Token: e.Token,
+			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), LastToken: ptr(e.LastToken),
 			UnixNs: begin.Add(e.At).UnixNano()})
 	case pipeline.EventUnderrun:
 		if ts == nil {
@@ -347,7 +347,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 		pipeline.LogUnderrun(sess.log, u)
 		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
 			AtMs: pipeline.Millis(u.Start), DurationMs: pipeline.Millis(u.Duration), LateMs: pipeline.Millis(e.Now - e.At),
-			Class: string(u.Class), Cause: string(u.Cause), Position: string(u.Position), Token: u.Token,
+			Class: string(u.Class), Cause: string(u.Cause), Position: string(u.Position), Token: ptr(u.Token),
 			ITLMs: pipeline.Millis(u.ITL), ToleranceMs: pipeline.Millis(u.Tolerance), UnixNs: begin.Add(u.Start).UnixNano()})
 	case pipeline.EventTurn:
 		sum := summarize(e, ts, cfg.Interruption)
