@@ -192,6 +192,17 @@ func Replay(ctx context.Context, g *Guard, turns []*Turn, opts ReplayOptions) er
 	return nil
 }
 
+// ReplaySpan returns how long Replay takes to feed turns on a clock at
+// real speed: from the first turn's begin to the last turn's end, turns
+// that overlap in time counted once.
+func ReplaySpan(turns []*Turn) (time.Duration, error) {
+	steps, err := schedule(turns)
+	if err != nil || len(steps) == 0 {
+		return 0, err
+	}
+	return steps[len(steps)-1].at, nil
+}
+
 // schedule lays out the calls of a replay in time order.
 func schedule(turns []*Turn) ([]replayStep, error) {
 	allStarts := len(turns) > 0

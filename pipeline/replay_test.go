@@ -183,3 +183,30 @@ func BenchmarkReplayLateness(b *testing.B) {
 	report("feed", feed)
 	report("drain", drain)
 }
+
+func TestReplaySpan(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	origin := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	turn := func(id string, start time.Time, last time.Duration) *pipeline.Turn {
+		return &pipeline.Turn{ID: id, Start: start, Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{{At: 100 * ms, Tokens: 1}, {At: last, Tokens: 1}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		turns []*pipeline.Turn
+		want  time.Duration
+	}{
+		// three 2 s turns starting 0.5 s apart overlap: 1 s + 2 s
+		{"overlapping", []*pipeline.Turn{turn("a", origin, 2000*ms), turn("b", origin.Add(500*ms), 2000*ms), turn("c", origin.Add(1000*ms), 2000*ms)}, 3000 * ms},
+		// a turn that starts first may end last
+		{"nested", []*pipeline.Turn{turn("long", origin, 5000*ms), turn("short", origin.Add(time.Second), 1000*ms)}, 5000 * ms},
+		// without start times, each turn follows the one before
+		{"one after another", []*pipeline.Turn{turn("a", time.Time{}, 2000*ms), turn("b", time.Time{}, 1500*ms)}, 3500 * ms},
+		{"none", nil, 0},
+	} {
+		got, err := pipeline.ReplaySpan(tc.turns)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: ReplaySpan = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -187,11 +187,7 @@ func (c *plotCommand) run(cmd *cobra.Command, input string) error {
 }
 
 func (c *plotCommand) write(format, title string, r *pipeline.Report, col *plot.Collector, tl *plot.Timeline) error {
-	if err := writePlotFile(c.file, format, c.kind, title, r, col, tl); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.env.stderr, "underrun: wrote %s (%s, %s)\n", c.out, plural(r.Turns, "turn"), plural(r.Underruns.Count, "underrun"))
-	return nil
+	return writePlotFile(c.env.stderr, c.file, format, c.kind, title, r, col, tl)
 }
 
 func (c *plotCommand) readTrace(cmd *cobra.Command, name string, add func(*pipeline.Turn) error) error {

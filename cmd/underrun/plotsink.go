@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -58,6 +59,7 @@ func checkPlotKind(kind, format string) error {
 
 // plotSink draws every turn of a run into one file (--plot).
 type plotSink struct {
+	env          *env
 	out          *outfile.File
 	format, kind string
 	title        string
@@ -97,7 +99,7 @@ func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 			opts.MaxTPOT = b
 		}
 		return &plotSink{
-			out: out, format: format, kind: kind,
+			env: e, out: out, format: format, kind: kind,
 			title:     "underrun report",
 			report:    pipeline.NewReport(cfg, opts),
 			collector: plot.NewCollector(0, 0),
@@ -114,7 +116,7 @@ func (s *plotSink) Add(t *pipeline.Turn, p *pipeline.Playout) error {
 
 // Close renders the plot into the file.
 func (s *plotSink) Close() error {
-	return writePlotFile(s.out, s.format, s.kind, s.title, s.report, s.collector, nil)
+	return writePlotFile(s.env.stderr, s.out, s.format, s.kind, s.title, s.report, s.collector, nil)
 }
 
 // Abort leaves the plot file as it was.
@@ -173,9 +175,10 @@ func renderFigure(buf *bytes.Buffer, format, title string, f *plot.Figure) ([]by
 	return buf.Bytes(), err
 }
 
-// writePlotFile renders the plot into out and puts it in place; on an
-// error, out is dropped and what was at its path left as it was.
-func writePlotFile(out *outfile.File, format, kind, title string, r *pipeline.Report, c *plot.Collector, tl *plot.Timeline) error {
+// writePlotFile renders the plot into out, puts it in place and says on w
+// what it wrote; on an error, out is dropped and what was at its path left
+// as it was.
+func writePlotFile(w io.Writer, out *outfile.File, format, kind, title string, r *pipeline.Report, c *plot.Collector, tl *plot.Timeline) error {
 	b, err := renderPlot(format, kind, title, r, c, tl)
 	if err == nil {
 		_, err = out.Write(b)
@@ -187,5 +190,6 @@ func writePlotFile(out *outfile.File, format, kind, title string, r *pipeline.Re
 	if err := out.Commit(); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
+	fmt.Fprintf(w, "underrun: wrote %s (%s, %s)\n", out.Name(), plural(r.Turns, "turn"), plural(r.Underruns.Count, "underrun"))
 	return nil
 }

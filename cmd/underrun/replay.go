@@ -203,14 +203,16 @@ func (r *replayRun) replay(ctx context.Context, turns []*pipeline.Turn) error {
 	s := r.session
 	cfg := s.cfg
 	r.clock = pipeline.ScaledClock(pipeline.PreciseClock(nil, pipeline.DefaultSpin), r.cmd.speed)
-	var span time.Duration
-	for _, t := range turns {
-		if n := len(t.Chunks); n > 0 {
-			span += t.Chunks[n-1].At
-		}
+	span, err := pipeline.ReplaySpan(turns)
+	if err != nil {
+		return usageError{err}
 	}
-	fmt.Fprintf(r.live, "replaying %d %s at %gx (up to %.1f s of trace); underruns print as they happen, Ctrl-C stops\n\n",
-		len(turns), replayNoun(len(turns), "turn", "turns"), r.cmd.speed, span.Seconds())
+	length := fmt.Sprintf("%.1f s of trace", span.Seconds())
+	if r.cmd.speed != 1 {
+		length += fmt.Sprintf(", %.1f s at %gx", span.Seconds()/r.cmd.speed, r.cmd.speed)
+	}
+	fmt.Fprintf(r.live, "replaying %d %s (%s); underruns print as they happen, Ctrl-C stops\n\n",
+		len(turns), replayNoun(len(turns), "turn", "turns"), length)
 	fmt.Fprintf(r.live, "  %9s  %-12s  %s\n", "time", "turn", "event")
 	var stop func()
 	if r.cmd.play {
