@@ -15,16 +15,54 @@ type scale struct {
 }
 
 func (s scale) at(v float64) float64 {
+	var frac float64
 	if s.log {
-		if v <= 0 {
+		if !(v > 0) || !(s.lo > 0) {
 			return s.p0
 		}
-		return s.p0 + (math.Log10(v)-math.Log10(s.lo))/(math.Log10(s.hi)-math.Log10(s.lo))*(s.p1-s.p0)
+		frac = (math.Log10(v) - math.Log10(s.lo)) / (math.Log10(s.hi) - math.Log10(s.lo))
+	} else {
+		// halves: the span of two finite extremes may overflow
+		frac = (v/2 - s.lo/2) / (s.hi/2 - s.lo/2)
 	}
-	if s.hi == s.lo {
-		return s.p0
+	if math.IsNaN(frac) || math.IsInf(frac, 0) {
+		return s.p0 // NaN, or a range of no width
 	}
-	return s.p0 + (v-s.lo)/(s.hi-s.lo)*(s.p1-s.p0)
+	// far outside the range is drawn just outside it, never at an
+	// infinite pixel
+	frac = min(max(frac, -1), 2)
+	return s.p0 + frac*(s.p1-s.p0)
+}
+
+// finite reports whether every value is a number other than an infinity.
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// linRange returns a range of positive width around the values in [lo,
+// hi], padded by pad of its width on both sides: equal values get a range
+// around them of their own magnitude (1e16 alone: 1e16 ± 5e14), never one
+// that float64 cannot tell from a point. Infinities and NaN are not values:
+// without any finite one, the range is [0, 1].
+func linRange(lo, hi, pad float64) (float64, float64) {
+	if !finite(lo, hi) || hi < lo {
+		return 0, 1
+	}
+	if hi == lo {
+		d := max(math.Abs(lo)*0.05, 1)
+		lo, hi = lo-d, hi+d
+	}
+	w := hi/2 - lo/2 // half the width, which cannot overflow
+	lo, hi = lo-2*w*pad, hi+2*w*pad
+	if !finite(lo, hi) {
+		lo, hi = -math.MaxFloat64, math.MaxFloat64
+	}
+	return lo, hi
 }
 
 // clampPx keeps a pixel inside the scale's range.
@@ -34,13 +72,16 @@ func (s scale) clampPx(p float64) float64 {
 }
 
 // niceStep returns a step of 1, 2 or 5 times a power of ten giving about n
-// intervals over span.
+// intervals over span (1 for a span that is not a positive finite number).
 func niceStep(span float64, n int) float64 {
-	if span <= 0 || n <= 0 {
+	if !(span > 0) || math.IsInf(span, 0) || n <= 0 {
 		return 1
 	}
 	raw := span / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	if !(mag > 0) {
+		return raw // subnormal: below every power of ten float64 holds
+	}
 	for _, m := range []float64{1, 2, 2.5, 5, 10} {
 		if m*mag >= raw {
 			return m * mag
@@ -49,32 +90,68 @@ func niceStep(span float64, n int) float64 {
 	return 10 * mag
 }
 
-// niceMax rounds v up to a multiple of its nice step.
+// niceMax rounds v up to a multiple of its nice step (1 for a v that is not
+// a positive number; the largest float64 for an infinite one).
 func niceMax(v float64, n int) float64 {
-	if v <= 0 {
+	switch {
+	case !(v > 0):
 		return 1
+	case math.IsInf(v, 1):
+		return math.MaxFloat64
 	}
 	st := niceStep(v, n)
-	return math.Ceil(v/st-1e-9) * st
+	if m := math.Ceil(v/st-1e-9) * st; finite(m) {
+		return max(m, v) // never below v by rounding
+	}
+	return v
 }
 
-// linTicks returns the multiples of a nice step inside [lo, hi].
+// maxTicks bounds the ticks of any axis, whatever its range.
+const maxTicks = 64
+
+// linTicks returns the multiples of a nice step inside [lo, hi]: about n
+// of them, never more than maxTicks. A range too narrow for its magnitude
+// (no step float64 can add) or not finite gets its ends alone.
 func linTicks(lo, hi float64, n int) []float64 {
+	if !finite(lo, hi) || hi < lo {
+		return nil
+	}
+	if hi == lo {
+		return []float64{lo}
+	}
 	st := niceStep(hi-lo, n)
+	if math.IsInf(hi-lo, 0) {
+		st = 2 * niceStep(hi/2-lo/2, n) // the width overflows float64
+	}
+	k0, k1 := math.Ceil(lo/st-1e-9), math.Floor(hi/st+1e-9)
+	if !finite(st, k0, k1) || k1-k0+1 > maxTicks || k0+1 == k0 || k1-1 == k1 {
+		return []float64{lo, hi}
+	}
 	var ts []float64
-	for k := math.Ceil(lo/st - 1e-9); k <= math.Floor(hi/st+1e-9); k++ {
-		v, _ := strconv.ParseFloat(strconv.FormatFloat(k*st, 'g', 12, 64), 64)
+	for i := 0.0; k0+i <= k1; i++ {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat((k0+i)*st, 'g', 12, 64), 64)
 		ts = append(ts, v+0) // +0 turns -0 into 0
 	}
 	return ts
 }
 
-// logTicks returns the powers of ten inside [lo, hi].
+// logTicks returns the powers of ten inside [lo, hi] (lo > 0), every one
+// while there are few, else every second, fifth, ... power, never more
+// than maxTicks.
 func logTicks(lo, hi float64) []float64 {
+	if !(lo > 0) || !finite(lo, hi) || hi < lo {
+		return nil
+	}
+	e0, e1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	step := math.Ceil((e1 - e0 + 1) / maxTicks)
+	if (e1-e0+1)/step > 12 {
+		step = niceStep(e1-e0, 10)
+		step = max(1, math.Round(step))
+	}
 	var ts []float64
-	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+	for e := math.Ceil(e0/step) * step; e <= e1; e += step {
 		v := math.Pow(10, e)
-		if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+		if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) && finite(v) && v > 0 {
 			ts = append(ts, v)
 		}
 	}

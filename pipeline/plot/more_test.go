@@ -73,6 +73,8 @@ func FuzzSweep(f *testing.F) {
 	f.Add([]byte(`{"param":"TPOT","unit":"ms","points":[{"value":20,"speech_goodput":1},{"value":60,"interruptions_per_minute":2,"speech_goodput":0.5}],"goodput_slo":0.9}`))
 	f.Add([]byte(`{"points":[{"value":1}]}`))
 	f.Add([]byte(`{"points":[{"value":1e308},{"value":-1e308}],"increasing":true}`))
+	f.Add([]byte(`{"points":[{"value":1e16}]}`)) // its axis looped for ever, memory growing
+	f.Add([]byte(`{"points":[{"value":5e-324},{"value":1.7976931348623157e308,"interruptions_per_minute":1.7976931348623157e308}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Sweep
 		if json.Unmarshal(data, &s) != nil {

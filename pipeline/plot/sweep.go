@@ -139,12 +139,8 @@ func (s *Sweep) Figure() (*Figure, error) {
 		note += "; no swept value meets the SLO"
 	}
 	f.Text(left, 44, note, noteText)
-	lo, hi := ps[0].Value, ps[len(ps)-1].Value
-	if hi == lo {
-		lo, hi = lo-1, hi+1
-	}
-	pad := (hi - lo) * 0.03
-	x := scale{lo: lo - pad, hi: hi + pad, p0: left, p1: W - right}
+	lo, hi := linRange(ps[0].Value, ps[len(ps)-1].Value, 0.03)
+	x := scale{lo: lo, hi: hi, p0: left, p1: W - right}
 	rmax := 0.0
 	for _, p := range ps {
 		rmax = max(rmax, p.InterruptionsPerMinute)

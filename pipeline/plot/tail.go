@@ -60,8 +60,8 @@ func (t *Tail) Count() int64 { return t.n }
 
 // AddITL adds one inter-token latency in milliseconds.
 func (t *Tail) AddITL(ms float64) {
-	if math.IsNaN(ms) || ms < 0 {
-		return
+	if !(ms >= 0) || math.IsInf(ms, 1) {
+		return // NaN, negative or infinite: not a latency
 	}
 	t.n++
 	t.max = max(t.max, ms)
@@ -285,6 +285,9 @@ func (t *Tail) scales(pts []float64, tolerances ...float64) (x, y scale) {
 	}
 	lo = math.Pow(10, math.Floor(math.Log10(lo)))
 	hi = math.Pow(10, math.Ceil(math.Log10(hi*1.0001)))
+	if math.IsInf(hi, 1) {
+		hi = 1e308 // the largest power of ten float64 holds
+	}
 	if hi <= lo {
 		hi = lo * 10
 	}
