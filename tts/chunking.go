@@ -111,7 +111,7 @@ func ParsePolicy(s string) (Policy, error) {
 	case "pipecat-0.0.96":
 		return PolicyFunc{Label: name, New: func() Chunker { return &pipecat096Chunker{} }}, nil
 	case "livekit":
-		return PolicyFunc{Label: "livekit", New: func() Chunker { return &sentenceChunker{minLen: DefaultLiveKitMinSentence} }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(blingfireSplit) }}, nil
 	case "livekit-basic":
 		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(basicSplit) }}, nil
 	case "elevenlabs-schedule":
@@ -123,7 +123,7 @@ func ParsePolicy(s string) (Policy, error) {
 			}
 		}
 		label := "elevenlabs-schedule:" + formatSchedule(schedule)
-		return PolicyFunc{Label: label, New: func() Chunker { return &scheduleChunker{schedule: schedule} }}, nil
+		return PolicyFunc{Label: label, New: func() Chunker { return &scheduleChunker{schedule: schedule, end: -1} }}, nil
 	case "timer", "cartesia":
 		d := DefaultTimerDelay
 		if name == "cartesia" {
@@ -250,55 +250,90 @@ func (c *sentenceChunker) Expire(time.Duration) int        { return c.released }
 func (c *sentenceChunker) Flush() int                      { c.released = c.n; return c.n }
 func (c *sentenceChunker) Reset()                          { *c = sentenceChunker{minLen: c.minLen} }
 
-// scheduleChunker releases everything buffered once the buffer holds the
-// next number of characters in its schedule, the last number repeating,
-// as ElevenLabs' chunk_length_schedule does.
+// scheduleChunker is ElevenLabs' chunk_length_schedule as LiveKit's
+// ElevenLabs plugin drives it when a schedule is given (auto_mode off): the
+// client sends each word of tokenize.basic's word stream, as "word ", once
+// the next word has begun (livekit-plugins-elevenlabs tts.py over
+// token_stream.py BufferedWordStream and _basic_word.py split_words), and
+// ElevenLabs generates what it holds once that reaches the next length of
+// the schedule in characters, the last length repeating (its documented
+// rule); the end of the turn flushes the rest.
 type scheduleChunker struct {
-	schedule    []int
-	k           int // releases so far
-	n, released int
-	buffered    int // characters since the last release
+	schedule []int
+	k        int // releases so far
+	n        int // bytes appended
+	released int
+	held     int  // characters ElevenLabs holds
+	inWord   bool // the text ends inside a word
+	chars    int  // characters of the word being streamed or just ended
+	end      int  // offset where the last complete word ends (-1: none pending)
 }
 
 func (c *scheduleChunker) Append(_ time.Duration, text string) int {
-	c.n += len(text)
-	c.buffered += utf8.RuneCountInString(text)
-	if c.buffered >= c.schedule[min(c.k, len(c.schedule)-1)] {
-		c.released, c.buffered = c.n, 0
-		c.k++
+	for i, r := range text {
+		if isPySpace(r) {
+			if c.inWord {
+				c.inWord, c.end = false, c.n+i
+			}
+			continue
+		}
+		if !c.inWord {
+			if c.end >= 0 { // a new word begins: the last one is sent
+				c.send()
+			}
+			c.inWord, c.chars = true, 0
+		}
+		c.chars++
 	}
+	c.n += len(text)
 	return c.released
 }
+
+// send hands ElevenLabs the word that ended at c.end.
+func (c *scheduleChunker) send() {
+	c.held += c.chars + 1
+	if c.held >= c.schedule[min(c.k, len(c.schedule)-1)] {
+		c.released, c.held = c.end, 0
+		c.k++
+	}
+	c.end = -1
+}
+
 func (c *scheduleChunker) Deadline() (time.Duration, bool) { return 0, false }
 func (c *scheduleChunker) Expire(time.Duration) int        { return c.released }
-func (c *scheduleChunker) Flush() int                      { c.released, c.buffered = c.n, 0; return c.n }
-func (c *scheduleChunker) Reset()                          { *c = scheduleChunker{schedule: c.schedule} }
+func (c *scheduleChunker) Flush() int {
+	c.released, c.held, c.end = c.n, 0, -1
+	return c.n
+}
+func (c *scheduleChunker) Reset() { *c = scheduleChunker{schedule: c.schedule, end: -1} }
 
-// timerChunker releases text up to the last punctuation mark as soon as it
-// arrives, and anything else once it has waited max, as Cartesia's
-// max_buffer_delay does.
+// timerChunker is Cartesia's managed buffering as Cartesia documents it
+// (max_buffer_delay_ms, default 3000 ms: text is held until it makes a
+// complete sentence or the delay since the oldest text held has passed):
+// sentences end by the plain sentence rule (so never inside a URL, a
+// decimal or a time such as 10:30), and the timer releases everything
+// held. timer: is the same rule with a delay of one's choosing.
 type timerChunker struct {
-	max         time.Duration
-	n, released int
-	since       time.Duration // arrival of the oldest unreleased text
-	waiting     bool
+	max      time.Duration
+	sentence sentenceChunker
+	n        int
+	released int
+	since    time.Duration // arrival of the oldest unreleased text
+	waiting  bool
 }
 
 func (c *timerChunker) Append(at time.Duration, text string) int {
-	if at >= c.since+c.max && c.waiting {
-		c.released = c.n // the timer would have fired before this arrival
-		c.waiting = false
+	if c.waiting && at >= c.since+c.max {
+		c.released, c.waiting = c.n, false // the timer fired before this arrival
 	}
-	for i, r := range text {
-		if IsSentenceEnd(r) || isClauseEnd(r) {
-			c.released = c.n + i + utf8.RuneLen(r)
-		}
-	}
+	before := c.released
+	c.released = max(c.released, c.sentence.Append(at, text))
 	c.n += len(text)
-	if c.released < c.n && !c.waiting {
-		c.since, c.waiting = at, true
-	} else if c.released == c.n {
+	switch {
+	case c.released == c.n:
 		c.waiting = false
+	case !c.waiting || c.released > before:
+		c.since, c.waiting = at, true
 	}
 	return c.released
 }

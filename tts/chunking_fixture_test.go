@@ -171,6 +171,8 @@ var presetFixtures = []struct {
 	{"elevenlabs", "pipecat", nil},
 	{"pipecat-0.0.96", "pipecat-0.0.96", nil},
 	{"livekit-basic", "livekit-basic", nil},
+	{"livekit", "livekit", nil},
+	{"elevenlabs-schedule", "elevenlabs-schedule", nil},
 }
 
 func TestChunkingPresetsMatchFrameworks(t *testing.T) {

@@ -52,8 +52,13 @@ func TestChunkingPolicies(t *testing.T) {
 		{"sentence", []string{"Pi is 3", ".", "14", ". Yes"}, []string{"Pi is 3.14. @3", "Yes@end"}},
 		{"sentence", []string{"He said \"hi.\"", " Then"}, []string{"He said \"hi.\" @1", "Then@end"}},
 		// LiveKit: sentences under 20 characters merge into the next
-		{"livekit", []string{"Hi.", " Ok.", " This sentence is long enough.", " Next"}, []string{"Hi. Ok. This sentence is long enough. @3", "Next@end"}},
-		{"timer:2ms", []string{"a", "b", "c", "d", "e, f", "g"}, []string{"ab@timer", "cd@timer", "e,@4", " fg@end"}},
+		{"livekit", []string{"Hi.", " Ok.", " This sentence is long enough.", " Next"}, []string{"Hi. Ok. This sentence is long enough.@3", " Next@end"}},
+		// Cartesia: a sentence, or everything held once the oldest text
+		// has waited the delay; never inside 10:30 or a URL
+		{"timer:2ms", []string{"a", "b", "c", "d", "e. F", "g"}, []string{"ab@timer", "cd@timer", "e. @4", "Fg@end"}},
+		{"cartesia", []string{"See", " x", ".com", " at", " 10", ":", "30", ".", " Ok"}, []string{"See x.com at 10:30. @8", "Ok@end"}},
+		{"cartesia:3ms", []string{"See", " https", "://", "x", ".com", " now", "."}, []string{"See https://@timer", "x.com now@timer", ".@end"}},
+		{"cartesia", []string{"One", ".", " Two", " three"}, []string{"One. @2", "Two three@end"}},
 	}
 	for _, tt := range tests {
 		got := releases(t, tt.policy, tt.tokens...)
@@ -77,7 +82,9 @@ func TestElevenLabsSchedule(t *testing.T) {
 	for _, r := range got {
 		lens = append(lens, strings.Index(r, "@"))
 	}
-	want := []int{120, 160, 250, 290, 290, 90}
+	// releases at the end of the word that fills the schedule (the space
+	// after it opens the next chunk)
+	want := []int{119, 160, 250, 290, 290, 91}
 	if len(lens) != len(want) {
 		t.Fatalf("chunk lengths %v, want %v", lens, want)
 	}
