@@ -243,8 +243,8 @@ func TestEndsPhrase(t *testing.T) {
 		"   ":         false,
 	}
 	for in, want := range cases {
-		if got := endsPhrase(in); got != want {
-			t.Errorf("endsPhrase(%q) = %v, want %v", in, got, want)
+		if got := EndsPhrase(in); got != want {
+			t.Errorf("EndsPhrase(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

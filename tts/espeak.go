@@ -52,18 +52,9 @@ func (e *Espeak) Speech() bool { return true }
 
 // Synthesize speaks text as one utterance.
 func (e *Espeak) Synthesize(ctx context.Context, text string) (Audio, error) {
-	path := e.Path
-	if path == "" {
-		path = EspeakProgram
-	}
-	args := []string{"--stdout", "--stdin", "-b", "1"}
-	if e.Voice != "" {
-		args = append(args, "-v", e.Voice)
-	}
-	if e.Speed > 0 {
-		args = append(args, "-s", strconv.Itoa(e.Speed))
-	}
-	if !endsPhrase(text) {
+	path := e.Program()
+	args := append([]string{"--stdout", "--stdin", "-b", "1"}, e.VoiceArgs()...)
+	if !EndsPhrase(text) {
 		args = append(args, "-z")
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
@@ -83,9 +74,30 @@ func (e *Espeak) Synthesize(ctx context.Context, text string) (Audio, error) {
 	return a, nil
 }
 
-// endsPhrase reports whether text, trailing space and closing quotes
-// aside, ends with sentence or clause punctuation.
-func endsPhrase(text string) bool {
+// VoiceArgs returns espeak-ng's arguments for Voice and Speed.
+func (e *Espeak) VoiceArgs() []string {
+	var args []string
+	if e.Voice != "" {
+		args = append(args, "-v", e.Voice)
+	}
+	if e.Speed > 0 {
+		args = append(args, "-s", strconv.Itoa(e.Speed))
+	}
+	return args
+}
+
+// Program returns the program Synthesize runs: Path, or EspeakProgram.
+func (e *Espeak) Program() string {
+	if e.Path == "" {
+		return EspeakProgram
+	}
+	return e.Path
+}
+
+// EndsPhrase reports whether text, trailing space and closing quotes
+// aside, ends with sentence or clause punctuation: espeak-ng then keeps
+// its pause after it.
+func EndsPhrase(text string) bool {
 	for len(text) > 0 {
 		r, size := utf8.DecodeLastRuneInString(text)
 		switch {
