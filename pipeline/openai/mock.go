@@ -16,6 +16,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/tokens"
+	"github.com/speech-pipeline/underrun/tts/stream"
 )
 
 // DefaultMockModel is the model name a Mock reports when none is set.
@@ -37,7 +38,8 @@ const MockTurnHeader = "X-Underrun-Turn"
 // status is error ends with an error event; one cancelled or incomplete
 // ends with the connection dropped. Chunks without recorded text stream
 // filler words. It serves POST /v1/chat/completions and /v1/completions
-// (streaming or not), GET /v1/models and GET /health.
+// (streaming or not), GET /v1/models and GET /health, and with Speech set
+// POST /v1/audio/speech.
 type Mock struct {
 	// Turns are the turns to stream; at least one.
 	Turns []*pipeline.Turn
@@ -45,6 +47,16 @@ type Mock struct {
 	Model string
 	// Logger receives one event per request served.
 	Logger zerolog.Logger
+	// Speech, when set, serves POST /v1/audio/speech as OpenAI's speech
+	// API does: it speaks each request's input, and the audio goes out as
+	// it is produced ("pcm": 16-bit at 24 kHz, resampled when the
+	// synthesizer speaks at another rate; "wav", the default, at the
+	// synthesizer's own rate; "stream_format": "sse" for OpenAI's
+	// speech.audio.delta events). "speed" is checked, not applied.
+	Speech stream.Synthesizer
+	// SpeechLatency holds every speech answer this long after its request
+	// arrived, before its first byte.
+	SpeechLatency time.Duration
 	// OnSend, when set, is called after each chunk of a turn is flushed,
 	// with the index of the chunk in the turn and the time since the
 	// request arrived: the mock's own record of what it sent when.
@@ -88,6 +100,13 @@ func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%s,"object":"model","created":%d,"owned_by":"underrun"}]}`,
 			quote(m.model("")), time.Now().Unix())
+	case r.URL.Path == SpeechPath:
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, http.StatusMethodNotAllowed, "use POST")
+			return
+		}
+		m.serveSpeech(w, r)
 	case r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
