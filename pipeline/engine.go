@@ -51,11 +51,36 @@ type Config struct {
 	// which then only estimates text not yet released. Chunks holding
 	// tokens without text keep the model's audio.
 	Durations Durations
+	// Measured, when set, gives what a real synthesizer did with each
+	// speech chunk, as `underrun speak` measured it while the turn played:
+	// a chunk it knows takes its audio, start, first audio (Ready) and last
+	// audio (Done) from it instead of the voice model and Synth, so the
+	// engine predicts the gaps of that very run. Chunks it does not know
+	// keep the models; one it measured without audio is no speech chunk.
+	// Within a measured chunk the player is taken to have all its audio
+	// from its first audio on (frames follow Synth.RTF only for the
+	// pre-roll start).
+	Measured MeasuredSynth
 }
 
 // Durations measures how long a synthesizer speaks a text.
 type Durations interface {
 	Duration(text string) (time.Duration, error)
+}
+
+// MeasuredSynth answers what a real synthesizer did with the speech chunk
+// of turn that covers bytes [from, to) of the turn's spoken text (the
+// offsets of SpeechChunk.From and To).
+type MeasuredSynth interface {
+	Measured(turn string, from, to int) (SynthTiming, bool)
+}
+
+// SynthTiming is one speech chunk as a real synthesizer handled it, in
+// times since the turn began: when the synthesizer was given it (Start),
+// when its first audio reached the player (Ready), when its last audio did
+// (Done), and how long its audio is.
+type SynthTiming struct {
+	Start, Ready, Done, Audio time.Duration
 }
 
 // DefaultConfig returns a word-streaming synthesizer with 100 ms to first
@@ -461,10 +486,17 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	last := min(p.cursor, len(p.end)-1) // audioAt leaves it on the chunk holding byte rel-1
 	a := total - p.releasedAudio
 	p.released, p.releasedAudio = rel, total
+	var real SynthTiming
+	measured := false
+	if p.cfg.Measured != nil {
+		if real, measured = p.cfg.Measured.Measured(p.turn, from, rel); measured {
+			a = real.Audio
+		}
+	}
 	if a <= 0 {
 		return
 	}
-	if p.cfg.Durations != nil {
+	if p.cfg.Durations != nil && !measured {
 		a = p.measure(first, last, from, rel, a)
 	}
 	p.speech += a
@@ -494,6 +526,9 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		c.Ready = max(at+p.latency(i), p.synthDone)
 	}
 	c.Done = c.Ready + p.cfg.Synth.Produce(a)
+	if measured {
+		c.Start, c.Ready, c.Done = real.Start, real.Ready, max(real.Ready, real.Done)
+	}
 	p.synthDone = max(p.synthDone, c.Done)
 	before := p.allReady // every earlier chunk is whole by then
 	p.allReady = max(p.allReady, c.Ready+p.lastFrameOffset(c))
