@@ -58,11 +58,14 @@ request needs "Authorization: Bearer TOKEN" (or ?token=TOKEN, as the page
 uses). Browser origins other than the monitor's own need --origin. Messages
 over --max-message close the connection; messages over --rate are refused
 with an error message; a subscriber or page that reads too slowly is dropped.
---record FILE writes everything received as a native trace as it arrives
-(turns named SESSION/TURN); SIGTERM or Ctrl-C closes the sessions, ends their
-open turns as incomplete and flushes the recording. The recording and the
---events file are written in place as they go: an existing non-empty file is
-refused, and left alone, unless --force replaces it.
+--record FILE writes everything accepted as a native trace, each record
+within 2 ms (a monitor killed outright loses at most the last 2 ms); turns
+are named SESSION/TURN, and a turn id a session uses again after its turn
+ended is recorded as SESSION/TURN#2, #3, ...; SIGTERM or Ctrl-C closes the
+sessions, ends their open turns as incomplete and writes the rest of the
+recording. The recording and the --events file are written in place as they
+go: an existing non-empty file is refused, and left alone, unless --force
+replaces it.
 
 A garbage collection can hold up the drain timers for milliseconds on a busy
 machine, so the monitor collects only when its heap nears --gc-memory MiB

@@ -37,7 +37,7 @@ const (
 	DefaultBurst            = 400
 	DefaultQueue            = 1024
 	DefaultMaxSessions      = 10000
-	DefaultFlushInterval    = 100 * time.Millisecond
+	DefaultFlushInterval    = 2 * time.Millisecond
 	DefaultSnapshotInterval = 200 * time.Millisecond
 	DefaultWriteTimeout     = 5 * time.Second
 	// MaxPageRows is how many sessions the live page's table lists: those
@@ -79,14 +79,22 @@ type Options struct {
 	// MaxSessions limits the ingest connections open at once.
 	MaxSessions int
 	// Record, when set, receives every turn, chunk and end as a native
-	// trace as it arrives (buffered for at most FlushInterval, and
-	// flushed by Shutdown).
+	// trace as it is accepted: each record is handed to Record's Write
+	// within FlushInterval (a process killed at any moment loses at most
+	// the records of the last FlushInterval), and Shutdown writes the
+	// rest. Turns are named SESSION/TURN; a name the recording already
+	// holds gets the first free suffix #2, #3, ...
 	Record io.Writer
-	// FlushInterval is how often the recording is flushed.
+	// FlushInterval is the longest an accepted record waits in memory
+	// before it is written: the records of that time go out in one write.
 	FlushInterval time.Duration
 	// SnapshotInterval is how often live pages get the sessions table and
 	// their chart.
 	SnapshotInterval time.Duration
+
+	// recordBacklog is how many bytes of records may wait behind a write
+	// that Record holds up before ingestion waits too (tests: a few)
+	recordBacklog int
 }
 
 // Server is the live monitor: an http.Handler with the ingest, events and
@@ -126,8 +134,8 @@ var webFS embed.FS
 
 var _ http.Handler = (*Server)(nil)
 
-// New returns a running Server (its background loop flushes the recording
-// and feeds the live pages until Shutdown).
+// New returns a running Server (its background loops write the recording
+// and feed the live pages until Shutdown).
 func New(opts Options) (*Server, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
@@ -141,6 +149,7 @@ func New(opts Options) (*Server, error) {
 	orDefault(&opts.MaxMessage, DefaultMaxMessage)
 	orDefault(&opts.Rate, DefaultRate)
 	orDefault(&opts.FlushInterval, DefaultFlushInterval)
+	orDefault(&opts.recordBacklog, DefaultRecordBacklog)
 	orDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
 	s := &Server{
 		opts: opts, clock: opts.Clock, log: opts.Logger, m: newMetrics(),
@@ -161,7 +170,7 @@ func New(opts Options) (*Server, error) {
 		s.clock = s.timers
 	}
 	if opts.Record != nil {
-		s.rec = newRecorder(opts.Record)
+		s.rec = newRecorder(opts.Record, opts.FlushInterval, opts.recordBacklog, s.log)
 	}
 	s.up = websocket.Upgrader{CheckOrigin: s.checkOrigin, ReadBufferSize: 4096, WriteBufferSize: 4096}
 	s.mux = http.NewServeMux()
@@ -520,25 +529,15 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
 	<-sub.done
 }
 
-// loop flushes the recording and feeds the pages until Shutdown.
+// loop feeds the pages until Shutdown.
 func (s *Server) loop() {
 	defer close(s.loopDone)
-	flush := time.NewTicker(s.opts.FlushInterval)
-	defer flush.Stop()
 	snap := time.NewTicker(s.opts.SnapshotInterval)
 	defer snap.Stop()
-	var logged error
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-flush.C:
-			// a recording error stays (the recording is broken from there
-			// on): it is logged once, not on every flush
-			if err := s.rec.flush(); err != nil && err != logged {
-				s.log.Error().Err(err).Msg("recording")
-				logged = err
-			}
 		case <-snap.C:
 			if s.hub.pages.Load() > 0 {
 				s.snapshot()
@@ -724,7 +723,7 @@ var ErrShutdown = errors.New("monitor shutdown incomplete")
 // Shutdown stops the monitor: it refuses new connections, asks every
 // ingest connection to close (the messages already received are still
 // applied), ends the turns still open as incomplete, closes subscribers
-// and pages, and flushes the recording. When ctx ends first the remaining
+// and pages, and writes the rest of the recording. When ctx ends first the remaining
 // connections are cut. It is safe to call more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() { s.shutErr = s.shutdown(ctx) })
@@ -768,7 +767,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	close(s.stop)
 	<-s.loopDone
-	errs = append(errs, s.rec.flush())
+	errs = append(errs, s.rec.close())
 	return errors.Join(errs...)
 }
 

@@ -129,12 +129,11 @@ func (sess *session) turnStart(m Message, arrived time.Time) error {
 	if err := sess.guard.BeginAt(m.Turn, sess.id, begin); err != nil {
 		return fmt.Errorf("%w: turn %q: %w", ErrRejected, m.Turn, err)
 	}
-	ts := &turnState{id: m.Turn, rec: recordName(sess.id, m.Turn), begin: begin}
+	ts := &turnState{id: m.Turn, rec: sess.srv.rec.begin(sess.id, m.Turn, begin), begin: begin}
 	sess.mu.Lock()
 	sess.turns[m.Turn] = ts
 	sess.last = m.Turn
 	sess.mu.Unlock()
-	sess.srv.rec.begin(&pipeline.Turn{ID: ts.rec, Session: sess.id, Start: begin})
 	sess.srv.m.openTurns.Inc()
 	return nil
 }

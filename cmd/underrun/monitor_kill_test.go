@@ -1,0 +1,143 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/speech-pipeline/underrun/pipeline/monitor"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+// TestMonitorSIGKILLAfterBurstKeepsRecording: a monitor process killed
+// (SIGKILL, no chance to flush) right after a burst of messages has the
+// whole burst in its recording. The burst is 400 messages on 8 sessions;
+// once the monitor has accepted them all, one more turn starts whose 30 ms
+// of audio drains at once: the moment its underrun_started event arrives,
+// 30 ms of the monitor's own clock have passed since the burst, ten times
+// the recording's 2 ms, and the monitor is killed.
+func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	cmd := exec.Command(os.Args[0], "monitor", "--listen", "127.0.0.1:0", "--record", rec, "--events", "",
+		"--chunking", "token", "--token-audio", "30ms", "--tts-latency", "0", "--rtf", "0", "--burst", "1000")
+	cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		if m := listenRe.FindStringSubmatch(lines.Text()); m != nil {
+			url = "http://" + m[1]
+		}
+	}
+	if url == "" {
+		t.Fatal("the monitor never said where it listens")
+	}
+	go io.Copy(io.Discard, stderr)
+	ws := "ws" + strings.TrimPrefix(url, "http")
+	events, _, err := websocket.DefaultDialer.Dial(ws+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
+		t.Fatal(err)
+	}
+
+	const sessions, chunks = 8, 48 // 8 x (turn_start + 48 chunks + turn_end) = 400
+	for i := range sessions {
+		c := dialSession(t, url, "app"+strconv.Itoa(i))
+		id := `"t` + strconv.Itoa(i) + `"`
+		msgs := []string{`{"type":"turn_start","turn":` + id + `}`}
+		for k := range chunks {
+			msgs = append(msgs, `{"type":"chunk","turn":`+id+`,"text":" w`+strconv.Itoa(k)+`","t_ms":`+strconv.Itoa(k)+`}`)
+		}
+		msgs = append(msgs, `{"type":"turn_end","turn":`+id+`}`)
+		for _, m := range msgs {
+			if err := c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const burst = sessions * (chunks + 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		n, err := monitor.ScrapeReceived(ctx, url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == burst {
+			break
+		}
+		if n > burst || ctx.Err() != nil {
+			t.Fatalf("the monitor accepted %d messages, want %d", n, burst)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clock := dialSession(t, url, "clock")
+	for _, m := range []string{`{"type":"turn_start","turn":"c"}`, `{"type":"chunk","turn":"c","text":"tick"}`} {
+		if err := clock.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, data, err := events.ReadMessage()
+		if err != nil {
+			t.Fatalf("no underrun_started from the clock session: %v", err)
+		}
+		if strings.Contains(string(data), `"type":"underrun_started"`) && strings.Contains(string(data), `"session":"clock"`) {
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	f, err := os.Open(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := trace.NewNativeReader(f, rec)
+	records, turns := 0, 0
+	for {
+		tn, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the recording after SIGKILL: %v", err)
+		}
+		turns++
+		records += 1 + len(tn.Chunks)
+		if tn.Status != "incomplete" {
+			records++ // its end
+		}
+	}
+	if want := burst + 2; records != want || turns != sessions+1 {
+		t.Errorf("the recording after SIGKILL holds %d records of %d turns, want all %d of %d", records, turns, want, sessions+1)
+	}
+}

@@ -1,0 +1,129 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+)
+
+// TestRecorderNames: a name the recording holds already gets the first
+// free suffix, whatever made it taken (a reused turn id, a session that
+// connected again, a client's own id that looks like a suffixed one).
+func TestRecorderNames(t *testing.T) {
+	t.Parallel()
+	r := newRecorder(io.Discard, time.Millisecond, DefaultRecordBacklog, zerolog.Nop())
+	defer r.close()
+	tests := []struct{ session, turn, want string }{
+		{"kitchen", "t1", "kitchen/t1"},
+		{"kitchen", "t1", "kitchen/t1#2"},
+		{"car", "t1", "car/t1"},
+		{"kitchen", "t1#2", "kitchen/t1#2#2"}, // the client's own "t1#2"
+		{"kitchen", "t1", "kitchen/t1#3"},
+		{"kitchen", "t1#3", "kitchen/t1#3#2"},
+		{"kitchen", "t1", "kitchen/t1#4"},
+		{"kitchen", "t2", "kitchen/t2"},
+	}
+	for _, tc := range tests {
+		if got := r.begin(tc.session, tc.turn, time.Time{}); got != tc.want {
+			t.Errorf("begin(%q, %q) = %q, want %q", tc.session, tc.turn, got, tc.want)
+		}
+	}
+}
+
+// TestRecordedReusedTurnsReadBack: a session reuses its turn id, then
+// connects again and reuses it once more; the recording reads back turn by
+// turn as streamed, each under a name of its own.
+func TestRecordedReusedTurnsReadBack(t *testing.T) {
+	t.Parallel()
+	var rec lockedBuffer
+	s, ts := startServer(t, Options{Record: &rec})
+	turn := func(c *websocket.Conn, text string) {
+		t.Helper()
+		sendT(t, c, `{"type":"turn_start","turn":"t1"}`)
+		sendT(t, c, `{"type":"chunk","turn":"t1","text":"`+text+`"}`)
+		sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
+	}
+	c := ingest(t, ts, "kitchen")
+	turn(c, "one")
+	turn(c, "two")
+	c.Close()
+	// the name is free again once the monitor has closed the first session
+	waitFor(t, func() bool { return s.Stats().Sessions == 0 })
+	c = ingest(t, ts, "kitchen")
+	turn(c, "three")
+	waitFor(t, func() bool { return s.Stats().Received == 9 })
+	c.Close()
+	waitFor(t, func() bool { return s.Stats().Sessions == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := trace.NewNativeReader(strings.NewReader(rec.String()), "rec.jsonl")
+	var got []string
+	for {
+		tn, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the recording does not read back: %v\n%s", err, rec.String())
+		}
+		if len(tn.Chunks) != 1 || tn.Status != pipeline.StatusOK || tn.Session != "kitchen" {
+			t.Errorf("turn %s: %+v", tn.ID, tn)
+		}
+		got = append(got, tn.ID+"="+tn.Chunks[0].Text)
+	}
+	if want := "kitchen/t1=one kitchen/t1#2=two kitchen/t1#3=three"; strings.Join(got, " ") != want {
+		t.Errorf("recorded %v, want %s", got, want)
+	}
+}
+
+// TestRecorderWritesWithinDelay: records reach the destination a delay
+// after they were accepted, with no other event to push them out; a
+// write the destination holds up does not hold ingestion up until the
+// backlog is full.
+func TestRecorderWritesWithinDelay(t *testing.T) {
+	t.Parallel()
+	gate := &gateWriter{open: make(chan struct{}), waiting: make(chan struct{})}
+	r := newRecorder(gate, time.Millisecond, 1<<10, zerolog.Nop())
+	<-gate.waiting // the header's write, held up
+	// records keep coming while the write is held up
+	name := r.begin("s", "t", time.Unix(0, 1))
+	for k := range 10 {
+		r.chunk(name, pipeline.Chunk{At: time.Duration(k+1) * time.Millisecond, Text: "w", Tokens: 1})
+	}
+	close(gate.open)
+	// the records written while the header's write was held up come in
+	// the next write, with no further record or close
+	waitFor(t, func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return strings.Count(gate.buf.String(), `"type":"chunk"`) == 10
+	})
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(gate.buf.String(), "\n"); got != 12 {
+		t.Errorf("%d lines written, want the header, the turn and 10 chunks:\n%s", got, gate.buf.String())
+	}
+}
+
+// waitFor polls cond until it holds (10 s at most).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+	}
+}
