@@ -28,11 +28,22 @@ import (
 // of audio drains at once: the moment its underrun_started event arrives,
 // 30 ms of the monitor's own clock have passed since the burst, ten times
 // the recording's 2 ms, and the monitor is killed.
-func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
-	t.Parallel()
-	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	cmd := exec.Command(os.Args[0], "monitor", "--listen", "127.0.0.1:0", "--record", rec, "--events", "",
-		"--chunking", "token", "--token-audio", "30ms", "--tts-latency", "0", "--rtf", "0", "--burst", "1000")
+// monitorProcess is a monitor running as a process of its own: this test
+// binary as the underrun command.
+type monitorProcess struct {
+	cmd *exec.Cmd
+	url string // http://127.0.0.1:PORT
+	// rest is its standard error after the line saying where it listens,
+	// complete once done is closed
+	rest strings.Builder
+	done chan struct{}
+}
+
+// startMonitorProcess starts `underrun monitor --listen 127.0.0.1:0 args...`
+// and waits until it says where it listens; the test's end kills it.
+func startMonitorProcess(t *testing.T, args ...string) *monitorProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"monitor", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -41,19 +52,34 @@ func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
+	p := &monitorProcess{cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.done
+		cmd.Wait()
+	})
 	lines := bufio.NewScanner(stderr)
-	var url string
-	for url == "" && lines.Scan() {
+	for p.url == "" && lines.Scan() {
 		if m := listenRe.FindStringSubmatch(lines.Text()); m != nil {
-			url = "http://" + m[1]
+			p.url = "http://" + m[1]
 		}
 	}
-	if url == "" {
+	go func() {
+		io.Copy(&p.rest, stderr)
+		close(p.done)
+	}()
+	if p.url == "" {
 		t.Fatal("the monitor never said where it listens")
 	}
-	go io.Copy(io.Discard, stderr)
+	return p
+}
+
+func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	mon := startMonitorProcess(t, "--record", rec, "--events", "",
+		"--chunking", "token", "--token-audio", "30ms", "--tts-latency", "0", "--rtf", "0", "--burst", "1000")
+	url := mon.url
 	ws := "ws" + strings.TrimPrefix(url, "http")
 	events, _, err := websocket.DefaultDialer.Dial(ws+"/events", nil)
 	if err != nil {
@@ -111,10 +137,10 @@ func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
 			break
 		}
 	}
-	if err := cmd.Process.Kill(); err != nil {
+	if err := mon.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	mon.cmd.Wait()
 
 	f, err := os.Open(rec)
 	if err != nil {

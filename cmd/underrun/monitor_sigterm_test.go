@@ -3,11 +3,9 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -30,32 +28,8 @@ import (
 func TestMonitorSIGTERMUnderLoad(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	cmd := exec.Command(os.Args[0], "monitor", "--listen", "127.0.0.1:0", "--record", rec, "--events", "")
-	cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
-	var url string
-	for url == "" && lines.Scan() {
-		if m := listenRe.FindStringSubmatch(lines.Text()); m != nil {
-			url = "ws://" + m[1]
-		}
-	}
-	if url == "" {
-		t.Fatal("the monitor never said where it listens")
-	}
-	var rest strings.Builder
-	restDone := make(chan struct{})
-	go func() {
-		io.Copy(&rest, stderr)
-		close(restDone)
-	}()
+	mon := startMonitorProcess(t, "--record", rec, "--events", "")
+	url := "ws" + strings.TrimPrefix(mon.url, "http")
 
 	// 20 sessions, each streaming turns of 20 chunks every 2 ms
 	var wg sync.WaitGroup
@@ -94,17 +68,17 @@ func TestMonitorSIGTERMUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(400 * time.Millisecond)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := mon.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	<-mon.done
+	if err := mon.cmd.Wait(); err != nil {
 		t.Fatalf("monitor after SIGTERM: %v", err)
 	}
 	wg.Wait()
-	<-restDone
-	m := regexp.MustCompile(`stopped; (\d+) messages accepted`).FindStringSubmatch(rest.String())
+	m := regexp.MustCompile(`stopped; (\d+) messages accepted`).FindStringSubmatch(mon.rest.String())
 	if m == nil {
-		t.Fatalf("the monitor did not report what it accepted: %s", rest.String())
+		t.Fatalf("the monitor did not report what it accepted: %s", mon.rest.String())
 	}
 	accepted, _ := strconv.Atoi(m[1])
 
