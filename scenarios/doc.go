@@ -15,15 +15,22 @@
 //	  kind: roofline               # constant | lognormal | gamma | empirical | roofline
 //	  # constant, lognormal, gamma: ttft, tpot (the mean ITL), cv, stalls
 //	  # empirical: trace (any format analyze reads) or itls/ttfts, tpot rescales
-//	  gpu: h100                    # a100 h100 h200 b200 l4 rtx4090 mi300x
-//	  model: llama-3.1-70b         # llama-3.1-8b/70b/405b mixtral-8x7b qwen3-30b-a3b
-//	  weights: fp8                 # fp32 fp16 bf16 fp8 int8 int4; kv_cache likewise
-//	  gpus: 1
-//	  batch: 16
+//	  gpu: h100                    # a100 a100-40gb h100 h200 h20 b200 l4 rtx4090 mi300x, or a new name
+//	  gpu_profile: {memory_gb: 94} # change or define it: bandwidth_gb_s tflops_16 tflops_8 memory_gb
+//	                               # bandwidth_efficiency compute_efficiency overhead layer_overhead comm
+//	  model: llama-3.1-70b         # llama-3.1-8b/70b/405b llama-3.3-70b qwen3-8b mixtral-8x7b/8x22b
+//	                               # qwen3-30b-a3b deepseek-v3 deepseek-r1, or a new name
+//	  model_profile: {layers: 80}  # params_b active_params_b layers kv_heads head_dim experts experts_per_token
+//	  weights: fp8                 # fp32 fp16 bf16 fp8 int8 int4 fp4; kv_cache likewise
+//	  gpus: 1                      # tensor-parallel size
+//	  batch: 16                    # or concurrency: 16 with output_tokens: {mean: 500}, a closed loop
 //	  prompt_tokens: 1000          # the turn's own prompt; context: the others'
-//	  bandwidth_efficiency: 0.8
-//	  compute_efficiency: 0.5
-//	  overhead: 0s
+//	  bandwidth_efficiency: 0.76   # these five override the GPU profile and the fitted defaults
+//	  compute_efficiency: 0.36
+//	  overhead: 0s                 # per step
+//	  layer_overhead: 61us         # per layer and step
+//	  comm: 7us                    # per layer and step, for each GPU beyond the first
+//	  expert_overhead: 75us        # per layer and step of a mixture of experts
 //	  prefill: {rate: 0.5, prompt_tokens: {mean: 8000, cv: 0.5, max: 32000}, chunked: true, token_budget: 2048}
 //	  speculative: {draft_tokens: 4, acceptance: 0.7, draft_cost: 0.05}
 //	  reasoning: {mean: 600, cv: 0.4}

@@ -79,30 +79,29 @@ type GeneratorFile struct {
 	Trace string          `yaml:"trace"`
 	ITLs  []time.Duration `yaml:"itls"`
 	TTFTs []time.Duration `yaml:"ttfts"`
-	// roofline
-	GPU                 string        `yaml:"gpu"`
-	Model               string        `yaml:"model"`
-	GPUs                int           `yaml:"gpus"`
-	Weights             string        `yaml:"weights"`
-	KVCache             string        `yaml:"kv_cache"`
-	Batch               int           `yaml:"batch"`
-	Prompt              int           `yaml:"prompt_tokens"`
-	Context             int           `yaml:"context"`
-	BandwidthEfficiency float64       `yaml:"bandwidth_efficiency"`
-	ComputeEfficiency   float64       `yaml:"compute_efficiency"`
-	Overhead            time.Duration `yaml:"overhead"`
-	Prefill             *PrefillFile  `yaml:"prefill"`
+	// roofline (see roofline.go)
+	GPU                 string            `yaml:"gpu"`
+	GPUProfile          *GPUProfileFile   `yaml:"gpu_profile"`
+	Model               string            `yaml:"model"`
+	ModelProfile        *ModelProfileFile `yaml:"model_profile"`
+	GPUs                int               `yaml:"gpus"`
+	Weights             string            `yaml:"weights"`
+	KVCache             string            `yaml:"kv_cache"`
+	Batch               int               `yaml:"batch"`
+	Concurrency         int               `yaml:"concurrency"`
+	Prompt              int               `yaml:"prompt_tokens"`
+	Output              *LengthsFile      `yaml:"output_tokens"`
+	Context             int               `yaml:"context"`
+	BandwidthEfficiency float64           `yaml:"bandwidth_efficiency"`
+	ComputeEfficiency   float64           `yaml:"compute_efficiency"`
+	Overhead            time.Duration     `yaml:"overhead"`
+	LayerOverhead       time.Duration     `yaml:"layer_overhead"`
+	Comm                time.Duration     `yaml:"comm"`
+	ExpertOverhead      time.Duration     `yaml:"expert_overhead"`
+	Prefill             *PrefillFile      `yaml:"prefill"`
 	// any kind
 	Speculative *SpeculativeFile `yaml:"speculative"`
 	Reasoning   *LengthsFile     `yaml:"reasoning"`
-}
-
-// PrefillFile is the prefill interference of a roofline generator.
-type PrefillFile struct {
-	Rate    float64     `yaml:"rate"`
-	Prompt  LengthsFile `yaml:"prompt_tokens"`
-	Chunked bool        `yaml:"chunked"`
-	Budget  int         `yaml:"token_budget"`
 }
 
 // LengthsFile is a distribution of token counts.
@@ -158,19 +157,32 @@ type lineFinder struct {
 	file *ast.File
 }
 
+// line returns the line of field, or of the closest enclosing field
+// given when the field itself is missing (0: neither is in the file).
 func (l lineFinder) line(field string) int {
 	if l.file == nil {
 		return 0
 	}
-	p, err := yaml.PathString("$." + field)
-	if err != nil {
-		return 0
+	for ; field != ""; field, _ = cutLast(field, ".") {
+		p, err := yaml.PathString("$." + field)
+		if err != nil {
+			return 0
+		}
+		n, err := p.FilterFile(l.file)
+		if err == nil && n != nil && n.GetToken() != nil {
+			return n.GetToken().Position.Line
+		}
 	}
-	n, err := p.FilterFile(l.file)
-	if err != nil || n == nil || n.GetToken() == nil {
-		return 0
+	return 0
+}
+
+// cutLast cuts s around the last sep: "a.b.c" is "a.b" and "c"; with no
+// sep, "" and s.
+func cutLast(s, sep string) (before, after string) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):]
 	}
-	return n.GetToken().Position.Line
+	return "", s
 }
 
 // loader holds what Parse needs to turn a File into a Scenario.
@@ -435,14 +447,17 @@ func (ld *loader) generator(f File) (sim.Generator, error) {
 	return gen, nil
 }
 
+// onlyField is a generator field, whether the file sets it, and the kinds
+// that use it.
+type onlyField struct {
+	name string
+	set  bool
+	kind []string
+}
+
 // onlyFor rejects fields that the generator's kind does not use.
 func (ld *loader) onlyFor(g GeneratorFile) error {
-	type field struct {
-		name string
-		set  bool
-		kind []string
-	}
-	fields := []field{
+	fields := []onlyField{
 		{"tpot", g.TPOT != 0, []string{KindConstant, KindLognormal, KindGamma, KindEmpirical}},
 		{"cv", g.CV != 0, []string{KindConstant, KindLognormal, KindGamma}},
 		{"ttft", g.TTFT != nil, []string{KindConstant, KindLognormal, KindGamma, KindEmpirical}},
@@ -450,19 +465,8 @@ func (ld *loader) onlyFor(g GeneratorFile) error {
 		{"trace", g.Trace != "", []string{KindEmpirical}},
 		{"itls", len(g.ITLs) > 0, []string{KindEmpirical}},
 		{"ttfts", len(g.TTFTs) > 0, []string{KindEmpirical}},
-		{"gpu", g.GPU != "", []string{KindRoofline}},
-		{"model", g.Model != "", []string{KindRoofline}},
-		{"gpus", g.GPUs != 0, []string{KindRoofline}},
-		{"weights", g.Weights != "", []string{KindRoofline}},
-		{"kv_cache", g.KVCache != "", []string{KindRoofline}},
-		{"batch", g.Batch != 0, []string{KindRoofline}},
-		{"prompt_tokens", g.Prompt != 0, []string{KindRoofline}},
-		{"context", g.Context != 0, []string{KindRoofline}},
-		{"bandwidth_efficiency", g.BandwidthEfficiency != 0, []string{KindRoofline}},
-		{"compute_efficiency", g.ComputeEfficiency != 0, []string{KindRoofline}},
-		{"overhead", g.Overhead != 0, []string{KindRoofline}},
-		{"prefill", g.Prefill != nil, []string{KindRoofline}},
 	}
+	fields = append(fields, rooflineFields(g)...)
 	known := false
 	for _, k := range Kinds {
 		known = known || k == g.Kind
@@ -483,65 +487,6 @@ func (ld *loader) onlyFor(g GeneratorFile) error {
 		}
 	}
 	return nil
-}
-
-func (ld *loader) roofline(g GeneratorFile) (sim.Roofline, error) {
-	var r sim.Roofline
-	gpu, err := sim.LookupGPU(g.GPU)
-	if err != nil {
-		return r, ld.fieldError("generator.gpu", err)
-	}
-	model, err := sim.LookupModel(g.Model)
-	if err != nil {
-		return r, ld.fieldError("generator.model", err)
-	}
-	r = sim.Roofline{
-		GPU: gpu, Model: model, GPUs: g.GPUs, Weights: g.Weights, KVCache: g.KVCache,
-		Batch: g.Batch, Prompt: g.Prompt, Context: g.Context,
-		BandwidthEfficiency: g.BandwidthEfficiency, ComputeEfficiency: g.ComputeEfficiency,
-		Overhead: g.Overhead,
-	}
-	if r.Batch == 0 {
-		r.Batch = 1
-	}
-	for _, c := range []struct {
-		field string
-		bad   bool
-		want  string
-	}{
-		{"generator.batch", g.Batch < 0, "a batch size >= 1"},
-		{"generator.gpus", g.GPUs < 0, "a GPU count >= 1"},
-		{"generator.prompt_tokens", g.Prompt < 0, "a prompt length >= 1"},
-		{"generator.context", g.Context < 0, "a context length >= 1"},
-		{"generator.bandwidth_efficiency", !(g.BandwidthEfficiency >= 0 && g.BandwidthEfficiency <= 1), "a share in (0, 1]"},
-		{"generator.compute_efficiency", !(g.ComputeEfficiency >= 0 && g.ComputeEfficiency <= 1), "a share in (0, 1]"},
-		{"generator.weights", g.Weights != "" && sim.Dtypes[g.Weights] == 0, "one of fp32, fp16, bf16, fp8, int8, int4"},
-		{"generator.kv_cache", g.KVCache != "" && sim.Dtypes[g.KVCache] == 0, "one of fp32, fp16, bf16, fp8, int8, int4"},
-	} {
-		if c.bad {
-			return r, ld.fieldErrorf(c.field, "want %s", c.want)
-		}
-	}
-	if p := g.Prefill; p != nil {
-		if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
-			return r, ld.fieldErrorf("generator.prefill.rate", "want the interfering requests' arrival rate per second > 0, got %v", p.Rate)
-		}
-		if !(p.Prompt.Mean > 0) {
-			return r, ld.fieldErrorf("generator.prefill.prompt_tokens.mean", "want a positive mean prompt length, got %v", p.Prompt.Mean)
-		}
-		if p.Budget < 0 || (p.Budget > 0 && !p.Chunked) {
-			return r, ld.fieldErrorf("generator.prefill.token_budget", "want a positive token budget, with chunked: true")
-		}
-		lengths, err := ld.lengths("generator.prefill.prompt_tokens", p.Prompt)
-		if err != nil {
-			return r, err
-		}
-		r.Prefill = sim.Prefill{Rate: p.Rate, Prompt: lengths, Chunked: p.Chunked, Budget: p.Budget}
-	}
-	if err := r.Validate(); err != nil {
-		return r, ld.fieldError("generator", err)
-	}
-	return r, nil
 }
 
 // empirical reads a trace in any supported format and pools its TTFTs and

@@ -85,7 +85,7 @@ func TestLibrary(t *testing.T) {
 		slowSynth = slowSynth || s.Setup.Config.Synth.RTF > 1
 		policies[strings.SplitN(s.Setup.Config.Policy.Name(), ":", 2)[0]] = true
 	}
-	for _, g := range []string{"a100", "h100", "h200", "l4", "rtx4090"} {
+	for _, g := range []string{"a100", "h100", "h200", "h20", "b200", "l4", "rtx4090"} {
 		if !gpus[g] {
 			t.Errorf("no scenario on %s", g)
 		}

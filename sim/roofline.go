@@ -1,20 +1,44 @@
 package sim
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
 )
 
-// Defaults of the roofline model.
+// Defaults of the roofline model. The efficiencies and overheads were
+// fitted on two thirds of the published decode measurements in
+// testdata/roofline-measurements.csv (the other third is held out); `go
+// test ./sim -run TestFitRoofline -fit -v` refits them and prints the
+// values, and TestRooflineMeasurements checks the model against every
+// point.
 const (
 	// DefaultBandwidthEfficiency is the share of the data-sheet memory
 	// bandwidth a decode step achieves.
-	DefaultBandwidthEfficiency = 0.8
+	DefaultBandwidthEfficiency = 0.76
 	// DefaultComputeEfficiency is the share of the data-sheet tensor
-	// throughput a prefill achieves (model FLOPs utilization).
-	DefaultComputeEfficiency = 0.5
+	// throughput a step achieves (model FLOPs utilization), prefill and
+	// large batches alike.
+	DefaultComputeEfficiency = 0.36
+	// MI300XComputeEfficiency is the mi300x profile's compute efficiency:
+	// its published points (vLLM on ROCm, 2024-2025) compute at a far
+	// smaller share of the data sheet than the NVIDIA ones.
+	MI300XComputeEfficiency = 0.14
+	// DefaultOverhead is the fixed cost of every step (scheduling,
+	// sampling); the fit puts almost all fixed cost in the layers.
+	DefaultOverhead = 0 * time.Microsecond
+	// DefaultLayerOverhead is the fixed cost of every layer in every step
+	// (kernel launches, norms, the small kernels between the GEMMs).
+	DefaultLayerOverhead = 61 * time.Microsecond
+	// DefaultComm is the tensor-parallel all-reduce cost of every layer in
+	// every step for each GPU in the group beyond the first.
+	DefaultComm = 7 * time.Microsecond
+	// DefaultExpertOverhead is the extra fixed cost of every layer of a
+	// mixture of experts in every step (routing, permuting tokens to their
+	// experts and back).
+	DefaultExpertOverhead = 75 * time.Microsecond
 	// DefaultPrompt is the prompt length of the simulated turn.
 	DefaultPrompt = 1000
 	// DefaultTokenBudget is the tokens per step with chunked prefill.
@@ -26,29 +50,39 @@ const (
 // Roofline models decoding on a GPU from first principles. Every decode
 // step reads the weights (WeightsRead x bytes per parameter) and the KV
 // cache of every sequence in the batch (KVBytesPerToken x context) at the
-// memory bandwidth times BandwidthEfficiency, and computes 2 x active
-// parameters FLOPs per token at the tensor throughput times
-// ComputeEfficiency; the step takes the longer of the two, plus Overhead.
+// memory bandwidth times the bandwidth efficiency, and computes 2 x active
+// parameters FLOPs per token (decoded or prefilled in the step) at the
+// tensor throughput times the compute efficiency; the step takes the
+// longer of the two, plus its fixed cost:
+//
+//	overhead + layers x (layer overhead + expert overhead [mixture of experts]
+//	                     + comm x (GPUs - 1))
+//
 // The turn's own context grows from Prompt by one token per token; the
 // other Batch-1 sequences hold Context tokens on average. The turn's TTFT
 // is its own prefill: the longer of reading the weights and computing
-// 2 x active parameters x Prompt FLOPs, plus Overhead (no queueing).
+// 2 x active parameters x Prompt FLOPs, plus the fixed cost (no queueing).
 //
-// Prefill interference: other requests arrive as a Poisson process. Their
-// prefill is compute-bound (2 x active parameters x prompt tokens FLOPs).
-// Without chunked prefill it runs as a step of its own and stalls every
-// running decode for its whole length; with chunked prefill each step
-// carries at most Budget tokens (decodes included), so a long prompt is
-// spread over many slightly slower steps.
+// Each practical term (efficiencies, overheads, comm) is this Roofline's
+// field when set, else the GPU profile's, else the package default.
+//
+// Prefill interference: other requests' prefills interrupt decoding, from
+// a Poisson arrival rate (open loop) or from a closed loop of clients (see
+// Prefill). Without chunked prefill each runs as a step of its own and
+// stalls every running decode for its whole length; with chunked prefill
+// each step carries at most Budget tokens (decodes included), so a long
+// prompt is spread over many slightly slower steps.
 type Roofline struct {
 	GPU   GPU
 	Model Model
 	// GPUs is the tensor-parallel degree (0 means 1): bandwidth, compute
-	// and memory add up, communication is free.
+	// and memory add up, and every layer pays Comm per GPU beyond the
+	// first.
 	GPUs int
 	// Weights and KVCache name the number formats (Dtypes; "" is bf16).
 	Weights, KVCache string
-	// Batch is the number of sequences decoding together (ours included).
+	// Batch is the number of sequences decoding together (ours included);
+	// in a closed loop, the number of clients.
 	Batch int
 	// Prompt is the turn's own prompt length (0: DefaultPrompt).
 	Prompt int
@@ -56,19 +90,41 @@ type Roofline struct {
 	// (0: Prompt + 256).
 	Context int
 	// BandwidthEfficiency and ComputeEfficiency scale the data sheet (0:
-	// the defaults).
+	// the GPU's, else the defaults).
 	BandwidthEfficiency, ComputeEfficiency float64
-	// Overhead is added to every step (scheduling, kernel launches).
+	// Overhead is added to every step (0: the GPU's, else
+	// DefaultOverhead).
 	Overhead time.Duration
+	// LayerOverhead is added to every step once per layer (0: the GPU's,
+	// else DefaultLayerOverhead).
+	LayerOverhead time.Duration
+	// Comm is added to every step once per layer for each GPU beyond the
+	// first (0: the GPU's, else DefaultComm).
+	Comm time.Duration
+	// ExpertOverhead is added to every step once per layer of a mixture
+	// of experts (0: DefaultExpertOverhead).
+	ExpertOverhead time.Duration
 	// Prefill is the interfering load.
 	Prefill Prefill
 }
 
-// Prefill is the load of other requests whose prefill interrupts decoding.
+// Prefill is the load of other requests whose prefill interrupts decoding:
+// an open loop (Rate, Poisson arrivals) or a closed loop.
 type Prefill struct {
-	// Rate is the arrival rate in requests per second (0: no load).
+	// Rate is the arrival rate in requests per second (0: no open-loop
+	// load).
 	Rate float64
-	// Prompt is the distribution of their prompt lengths in tokens.
+	// ClosedLoop makes the other Batch-1 sequences clients that send
+	// their next request the moment one ends, as a benchmark's
+	// --max-concurrency or N users do: each answers Output tokens, then
+	// its next prompt is prefilled. The prefill load follows from the
+	// concurrency and the lengths; Rate must be 0.
+	ClosedLoop bool
+	// Output is the distribution of the other requests' answer lengths
+	// (closed loop).
+	Output Lengths
+	// Prompt is the distribution of their prompt lengths in tokens (in a
+	// closed loop, Mean 0 is the turn's own Prompt).
 	Prompt Lengths
 	// Chunked spreads each prefill over steps of at most Budget tokens.
 	Chunked bool
@@ -101,6 +157,15 @@ func orDefault(v, d float64) float64 {
 	return v
 }
 
+func orDuration(v ...time.Duration) time.Duration {
+	for _, d := range v {
+		if d != 0 {
+			return d
+		}
+	}
+	return 0
+}
+
 // PromptTokens returns the turn's prompt length.
 func (r Roofline) PromptTokens() int {
 	if r.Prompt > 0 {
@@ -125,19 +190,44 @@ func (r Roofline) Budget() int {
 	return DefaultTokenBudget
 }
 
+// Efficiencies returns the bandwidth and compute efficiencies in force:
+// the Roofline's, else the GPU's, else the defaults.
+func (r Roofline) Efficiencies() (bandwidth, compute float64) {
+	return orDefault(r.BandwidthEfficiency, orDefault(r.GPU.BandwidthEfficiency, DefaultBandwidthEfficiency)),
+		orDefault(r.ComputeEfficiency, orDefault(r.GPU.ComputeEfficiency, DefaultComputeEfficiency))
+}
+
+// StepOverhead returns the fixed cost of every step: the overhead plus,
+// per layer, the layer overhead, the expert overhead of a mixture of
+// experts and the tensor-parallel communication.
+func (r Roofline) StepOverhead() time.Duration {
+	perLayer := orDuration(r.LayerOverhead, r.GPU.LayerOverhead, DefaultLayerOverhead)
+	if r.Model.MoE() {
+		perLayer += orDuration(r.ExpertOverhead, DefaultExpertOverhead)
+	}
+	perLayer += time.Duration(r.gpus()-1) * orDuration(r.Comm, r.GPU.Comm, DefaultComm)
+	return orDuration(r.Overhead, r.GPU.Overhead, DefaultOverhead) + time.Duration(r.Model.Layers)*perLayer
+}
+
 // Bandwidth returns the achieved memory bandwidth, all GPUs together.
 func (r Roofline) Bandwidth() float64 {
-	return r.GPU.Bandwidth * float64(r.gpus()) * orDefault(r.BandwidthEfficiency, DefaultBandwidthEfficiency)
+	bw, _ := r.Efficiencies()
+	return r.GPU.Bandwidth * float64(r.gpus()) * bw
 }
 
 // FLOPS returns the achieved tensor throughput for the weights' format,
-// all GPUs together.
+// all GPUs together: 8-bit and 4-bit floating-point weights compute at
+// the 8-bit rate, everything else at the 16-bit one.
 func (r Roofline) FLOPS() float64 {
 	f := r.GPU.FLOPS16
-	if (r.Weights == "fp8" || r.Weights == "int8") && r.GPU.FLOPS8 > 0 {
-		f = r.GPU.FLOPS8
+	switch r.Weights {
+	case "fp8", "int8", "fp4":
+		if r.GPU.FLOPS8 > 0 {
+			f = r.GPU.FLOPS8
+		}
 	}
-	return f * float64(r.gpus()) * orDefault(r.ComputeEfficiency, DefaultComputeEfficiency)
+	_, c := r.Efficiencies()
+	return f * float64(r.gpus()) * c
 }
 
 // MemoryNeeded returns the bytes the weights and the batch's KV cache
@@ -146,7 +236,7 @@ func (r Roofline) MemoryNeeded(batch int) float64 {
 	wb, _ := dtypeBytes(r.Weights)
 	kb, _ := dtypeBytes(r.KVCache)
 	ctx := max(r.OtherContext(), r.PromptTokens())
-	return r.Model.Params*wb + float64(batch*ctx)*r.Model.KVBytesPerToken(kb)
+	return r.Model.Params*wb + float64(batch)*float64(ctx)*r.Model.KVBytesPerToken(kb)
 }
 
 // MaxBatch returns the largest batch whose weights and KV cache fit in the
@@ -160,12 +250,13 @@ func (r Roofline) MaxBatch() int {
 		return 0
 	}
 	per := float64(max(r.OtherContext(), r.PromptTokens())) * r.Model.KVBytesPerToken(kb)
-	return int(free / per)
+	return int(min(free/per, math.MaxInt32))
 }
 
-// Load returns the share of time the GPU spends on the interfering
-// prefills: arrival rate x mean prefill time. At 1 or above the queue
-// grows without end.
+// Load returns the share of time the GPU spends on the open-loop
+// interfering prefills: arrival rate x mean prefill time. At 1 or above
+// the queue grows without end. A closed loop cannot overload: its clients
+// wait for their answers.
 func (r Roofline) Load() float64 {
 	if r.Prefill.Rate == 0 {
 		return 0
@@ -173,8 +264,26 @@ func (r Roofline) Load() float64 {
 	return r.Prefill.Rate * r.prefillTime(r.Prefill.Prompt.Mean)
 }
 
+// prefillTime returns the compute seconds of a prefill of tokens tokens.
 func (r Roofline) prefillTime(tokens float64) float64 {
 	return 2 * r.Model.Active * tokens / r.FLOPS()
+}
+
+// PrefillTime returns a prefill of tokens tokens run as a step of its own:
+// the longer of reading the weights its tokens touch and computing them,
+// plus the fixed cost of a step.
+func (r Roofline) PrefillTime(tokens int) time.Duration {
+	wb, _ := dtypeBytes(r.Weights)
+	mem := r.Model.WeightsRead(tokens) * wb / r.Bandwidth()
+	return seconds(max(mem, r.prefillTime(float64(tokens)))) + r.StepOverhead()
+}
+
+// othersPrompt returns the prompt lengths of the interfering requests.
+func (r Roofline) othersPrompt() Lengths {
+	if r.Prefill.ClosedLoop && r.Prefill.Prompt.Mean == 0 {
+		return Lengths{Dist: Dist{Mean: float64(r.PromptTokens())}}
+	}
+	return r.Prefill.Prompt
 }
 
 // Validate reports the first parameter out of range, a batch that does
@@ -189,23 +298,28 @@ func (r Roofline) Validate() error {
 	if err := r.Model.Validate(); err != nil {
 		return err
 	}
+	if err := r.GPU.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case !(r.GPU.Bandwidth > 0) || !(r.GPU.FLOPS16 > 0) || !(r.GPU.Memory > 0):
-		return fmt.Errorf("%w: gpu %q needs positive bandwidth, FLOPS and memory", ErrModel, r.GPU.Name)
-	case r.GPUs < 0:
-		return fmt.Errorf("%w: gpus must not be negative, got %d", ErrModel, r.GPUs)
-	case r.Batch < 1:
-		return fmt.Errorf("%w: batch must be at least 1, got %d", ErrModel, r.Batch)
+	case r.GPUs < 0 || r.GPUs > 4096:
+		return fmt.Errorf("%w: gpus must be in 1..4096, got %d", ErrModel, r.GPUs)
+	case r.Batch < 1 || r.Batch > 1<<20:
+		return fmt.Errorf("%w: batch must be in 1..%d, got %d", ErrModel, 1<<20, r.Batch)
 	case r.Prompt < 0 || r.Context < 0:
 		return fmt.Errorf("%w: prompt and context must not be negative", ErrModel)
-	case !(r.BandwidthEfficiency >= 0 && r.BandwidthEfficiency <= 1):
+	case !share(r.BandwidthEfficiency):
 		return fmt.Errorf("%w: bandwidth efficiency must be in (0, 1], got %v", ErrModel, r.BandwidthEfficiency)
-	case !(r.ComputeEfficiency >= 0 && r.ComputeEfficiency <= 1):
+	case !share(r.ComputeEfficiency):
 		return fmt.Errorf("%w: compute efficiency must be in (0, 1], got %v", ErrModel, r.ComputeEfficiency)
-	case r.Overhead < 0:
-		return fmt.Errorf("%w: overhead must not be negative, got %v", ErrModel, r.Overhead)
+	case r.Overhead < 0 || r.LayerOverhead < 0 || r.Comm < 0 || r.ExpertOverhead < 0:
+		return fmt.Errorf("%w: overheads must not be negative", ErrModel)
 	case !(r.Prefill.Rate >= 0) || math.IsInf(r.Prefill.Rate, 0):
 		return fmt.Errorf("%w: prefill rate must be a number >= 0, got %v", ErrModel, r.Prefill.Rate)
+	case r.Prefill.ClosedLoop && r.Prefill.Rate > 0:
+		return fmt.Errorf("%w: a closed loop derives its prefill load from the concurrency: give no arrival rate", ErrModel)
+	case r.Prefill.ClosedLoop && !(r.Prefill.Output.Mean >= 1):
+		return fmt.Errorf("%w: a closed loop needs the other requests' mean output length (>= 1 token), got %v", ErrModel, r.Prefill.Output.Mean)
 	case r.Prefill.Budget < 0:
 		return fmt.Errorf("%w: prefill token budget must not be negative, got %d", ErrModel, r.Prefill.Budget)
 	case r.Prefill.Chunked && r.Budget() <= r.Batch:
@@ -213,6 +327,9 @@ func (r Roofline) Validate() error {
 	}
 	if err := r.Prefill.Prompt.Validate(); err != nil {
 		return fmt.Errorf("prefill prompt: %w", err)
+	}
+	if err := r.Prefill.Output.Validate(); err != nil {
+		return fmt.Errorf("closed-loop output: %w", err)
 	}
 	if mb := r.MaxBatch(); r.Batch > mb {
 		return fmt.Errorf("%w: %s in %s with batch %d needs %.1f GB but %d x %s holds %.0f GB (largest batch that fits: %d)",
@@ -233,13 +350,17 @@ func orName(dtype string) string {
 	return dtype
 }
 
-// With sets ParamBatch, ParamRate (prefill arrivals per second) or
-// ParamPrompt (the interfering prompts' mean length).
+// With sets ParamBatch (in a closed loop, the number of clients),
+// ParamRate (prefill arrivals per second) or ParamPrompt (the interfering
+// prompts' mean length).
 func (r Roofline) With(p Param, v float64) (Timing, error) {
 	switch p {
 	case ParamBatch:
 		r.Batch = int(math.Round(v))
 	case ParamRate:
+		if r.Prefill.ClosedLoop {
+			return nil, fmt.Errorf("%w: a closed loop derives its prefill rate from the concurrency (sweep batch instead)", ErrParam)
+		}
 		r.Prefill.Rate = v
 	case ParamPrompt:
 		r.Prefill.Prompt.Mean, r.Prefill.Prompt.prepared = v, false
@@ -251,13 +372,19 @@ func (r Roofline) With(p Param, v float64) (Timing, error) {
 
 // String describes the timing.
 func (r Roofline) String() string {
-	s := fmt.Sprintf("roofline: %s in %s on %dx %s, batch %d, prompt %d, context %d",
-		r.Model.Name, orName(r.Weights), r.gpus(), r.GPU.Name, r.Batch, r.PromptTokens(), r.OtherContext())
-	if r.Prefill.Rate > 0 {
-		mode := "unchunked"
-		if r.Prefill.Chunked {
-			mode = fmt.Sprintf("chunked (budget %d)", r.Budget())
-		}
+	s := fmt.Sprintf("roofline: %s in %s on %dx %s, batch %d, prompt %d, context %d, fixed cost %v per step",
+		r.Model.Name, orName(r.Weights), r.gpus(), r.GPU.Name, r.Batch, r.PromptTokens(), r.OtherContext(),
+		r.StepOverhead().Round(time.Microsecond))
+	mode := "unchunked"
+	if r.Prefill.Chunked {
+		mode = fmt.Sprintf("chunked (budget %d)", r.Budget())
+	}
+	switch {
+	case r.Prefill.ClosedLoop:
+		prompt := r.othersPrompt()
+		s += fmt.Sprintf("; closed loop of %d clients: %s-token prompts, %s-token answers (%.3g prefill tokens per step), %s",
+			r.Batch, prompt.Dist, r.Prefill.Output.Dist, float64(r.Batch-1)*prompt.Mean/r.Prefill.Output.Mean, mode)
+	case r.Prefill.Rate > 0:
 		s += fmt.Sprintf("; prefill load %.3g req/s x %s tokens, %s, load %.0f%%",
 			r.Prefill.Rate, r.Prefill.Prompt.Dist, mode, 100*r.Load())
 	}
@@ -271,36 +398,62 @@ func (r Roofline) NewPacer() Pacer {
 	bw := r.Bandwidth()
 	kv := r.Model.KVBytesPerToken(kb)
 	p := &rooflinePacer{
-		memFixed:   (r.Model.WeightsRead(r.Batch)*wb + kv*float64((r.Batch-1)*r.OtherContext())) / bw,
-		memPerCtx:  kv / bw,
-		weightTime: r.Model.WeightsRead(r.Batch) * wb / bw,
-		perToken:   2 * r.Model.Active / r.FLOPS(),
-		overhead:   r.Overhead.Seconds(),
-		batch:      r.Batch,
-		prompt:     r.PromptTokens(),
-		rate:       r.Prefill.Rate,
-		chunked:    r.Prefill.Chunked,
-		room:       r.Budget() - r.Batch,
-		lengths:    r.Prefill.Prompt,
+		memFixed:  (r.Model.WeightsRead(r.Batch)*wb + kv*float64(r.Batch-1)*float64(r.OtherContext())) / bw,
+		memPerCtx: kv / bw,
+		perToken:  2 * r.Model.Active / r.FLOPS(),
+		overhead:  r.StepOverhead().Seconds(),
+		model:     r.Model,
+		weightBW:  wb / bw,
+		batch:     r.Batch,
+		prompt:    r.PromptTokens(),
+		rate:      r.Prefill.Rate,
+		closed:    r.Prefill.ClosedLoop,
+		chunked:   r.Prefill.Chunked,
+		room:      r.Budget() - r.Batch,
+		lengths:   r.othersPrompt(),
+		output:    r.Prefill.Output,
 	}
 	p.lengths.prepare()
+	p.output.prepare()
+	if p.closed {
+		p.others = make(finishHeap, r.Batch-1)
+	}
 	return p
 }
 
 type rooflinePacer struct {
 	memFixed, memPerCtx float64 // seconds
-	weightTime          float64 // seconds to read the weights alone
 	perToken            float64 // compute seconds per token
-	overhead            float64
+	overhead            float64 // fixed seconds of every step
+	model               Model
+	weightBW            float64 // seconds per parameter read
 	batch, prompt       int
 	rate                float64
-	chunked             bool
+	closed, chunked     bool
 	room                int // prefill tokens per chunked step
-	lengths             Lengths
+	lengths, output     Lengths
 
-	now     float64 // seconds since the turn's request
-	arrival float64 // next interfering request
-	queue   int     // prefill tokens waiting (chunked)
+	now     float64    // seconds since the turn's request
+	arrival float64    // next open-loop request
+	queue   int        // prefill tokens waiting (chunked)
+	steps   int        // decode steps of the turn so far
+	others  finishHeap // closed loop: the step at which each other request ends
+}
+
+// finishHeap is a min-heap of the decode steps at which the closed loop's
+// other requests end; its size never changes (heap.Fix only), so it
+// allocates nothing per step.
+type finishHeap []int
+
+func (h finishHeap) Len() int           { return len(h) }
+func (h finishHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h finishHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *finishHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *finishHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // step returns a decode step over the batch with our context ctx and
@@ -313,24 +466,52 @@ func (p *rooflinePacer) step(ctx, chunk int) float64 {
 
 // prefill returns a prefill step of n tokens run on its own.
 func (p *rooflinePacer) prefill(n int) float64 {
-	return max(p.weightTime, p.perToken*float64(n)) + p.overhead
+	return max(p.model.WeightsRead(n)*p.weightBW, p.perToken*float64(n)) + p.overhead
+}
+
+// drawOutput returns a closed-loop answer length (at least one token).
+func (p *rooflinePacer) drawOutput(rng *rand.Rand) int {
+	return max(1, p.output.Draw(rng))
 }
 
 func (p *rooflinePacer) Begin(rng *rand.Rand) time.Duration {
-	p.queue = 0
+	p.queue, p.steps = 0, 0
 	p.now = p.prefill(p.prompt)
 	p.arrival = math.Inf(1)
 	if p.rate > 0 {
 		// Poisson arrivals are memoryless: the load's phase is random
 		p.arrival = rng.ExpFloat64() / p.rate
 	}
+	if p.closed {
+		// each other request is somewhere in its answer: a random phase
+		for i := range p.others {
+			p.others[i] = 1 + rng.IntN(p.drawOutput(rng))
+		}
+		heap.Init(&p.others)
+	}
 	return seconds(p.now)
 }
 
 func (p *rooflinePacer) Step(rng *rand.Rand, _, generated int) time.Duration {
 	ctx := p.prompt + generated
+	p.steps++
 	var d float64
 	switch {
+	case p.closed:
+		// every other request that ended sends its next prompt
+		for len(p.others) > 0 && p.others[0] <= p.steps {
+			n := p.lengths.Draw(rng)
+			if p.chunked {
+				p.queue += n
+			} else {
+				d += p.prefill(n)
+			}
+			p.others[0] = p.steps + p.drawOutput(rng)
+			heap.Fix(&p.others, 0)
+		}
+		chunk := min(p.queue, p.room)
+		p.queue -= chunk
+		d += p.step(ctx, chunk)
 	case p.rate == 0:
 		d = p.step(ctx, 0)
 	case !p.chunked:

@@ -217,6 +217,10 @@ func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) erro
 func describeScenario(w io.Writer, s *scenarios.Scenario) {
 	fmt.Fprintf(w, "scenario %s (%s): %s\n", s.Name, s.Source, s.Doc)
 	fmt.Fprintf(w, "generator: %s\n", s.Setup.Gen.String())
+	if a := rooflineAccuracy(s); a != nil {
+		fmt.Fprintf(w, "the decode timing is a model, not a measurement: against %d published measurements it predicted %.2f-%.2fx the measured TPOT (80%% of points; median %.2fx, %.0f%% within 20%%, worst optimistic %.2fx; every point is in the README)\n",
+			a.Points, a.P10, a.P90, a.Median, 100*a.Within20, a.Low)
+	}
 	fmt.Fprintf(w, "turns: %d through the report, %d in the Monte Carlo run; seed %d\n\n", s.Turns, s.MonteCarlo, s.Seed)
 }
 
@@ -308,6 +312,22 @@ type scenarioJSON struct {
 	Seed       uint64 `json:"seed"`
 	Turns      int    `json:"turns"`
 	MonteCarlo int    `json:"monte_carlo"`
+	// RooflineAccuracy is the decode model's measured error band, for
+	// roofline generators.
+	RooflineAccuracy *sim.Accuracy `json:"roofline_accuracy,omitempty"`
+}
+
+// rooflineAccuracy returns the roofline model's measured error band when
+// the scenario's timing is a roofline (nil otherwise).
+func rooflineAccuracy(s *scenarios.Scenario) *sim.Accuracy {
+	if _, ok := s.Setup.Gen.Timing.(sim.Roofline); !ok {
+		return nil
+	}
+	a, err := sim.RooflineAccuracy()
+	if err != nil {
+		return nil // the embedded table is tested; never in a release
+	}
+	return &a
 }
 
 type checkJSON struct {
@@ -338,7 +358,7 @@ type answerJSON struct {
 
 func newScenarioJSON(s *scenarios.Scenario) scenarioJSON {
 	return scenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
-		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo}
+		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo, RooflineAccuracy: rooflineAccuracy(s)}
 }
 
 func newAnswerJSON(a sim.Answer) answerJSON {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/speech-pipeline/underrun/sim"
 )
 
 // simRun runs the command line and returns exit code, stdout, stderr.
@@ -28,6 +31,44 @@ func TestSimBuiltin(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestSimRooflineSaysItIsAModel: a roofline scenario's report says the
+// decode timing is a model and gives its measured error band, in text and
+// JSON; other generators say nothing of it.
+func TestSimRooflineSaysItIsAModel(t *testing.T) {
+	t.Parallel()
+	a, err := sim.RooflineAccuracy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := simRun(t, "sim", "gpu-h100", "--monte-carlo", "20")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	band := fmt.Sprintf("against %d published measurements it predicted %.2f-%.2fx the measured TPOT", a.Points, a.P10, a.P90)
+	if !strings.Contains(out, "the decode timing is a model, not a measurement") || !strings.Contains(out, band) {
+		t.Errorf("output lacks the model note %q:\n%s", band, out)
+	}
+	code, out, stderr = simRun(t, "sim", "gpu-h100", "--monte-carlo", "20", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	var got struct {
+		Scenario struct {
+			Accuracy *sim.Accuracy `json:"roofline_accuracy"`
+		} `json:"scenario"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Scenario.Accuracy == nil || *got.Scenario.Accuracy != a {
+		t.Errorf("roofline_accuracy %+v, want %+v", got.Scenario.Accuracy, a)
+	}
+	_, out, _ = simRun(t, "sim", "tpot-50ms", "--monte-carlo", "20")
+	if strings.Contains(out, "not a measurement") {
+		t.Errorf("a constant generator is called a model:\n%s", out)
 	}
 }
 
