@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -141,15 +140,7 @@ func TestRooflineParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tt.yaml), "test.yaml", nil, "")
-			if !errors.Is(err, ErrScenario) {
-				t.Fatalf("error %v, want ErrScenario", err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			checkParseError(t, tt.yaml, tt.want)
 		})
 	}
 }

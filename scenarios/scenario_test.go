@@ -203,19 +203,26 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tt.yaml), "test.yaml", nil, "")
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if !errors.Is(err, ErrScenario) {
-				t.Errorf("%v is not ErrScenario", err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			checkParseError(t, tt.yaml, tt.want)
 		})
+	}
+}
+
+// checkParseError parses src and checks that the error is ErrScenario
+// and mentions every string of want.
+func checkParseError(t *testing.T, src string, want []string) {
+	t.Helper()
+	_, err := Parse([]byte(src), "test.yaml", nil, "")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if !errors.Is(err, ErrScenario) {
+		t.Errorf("%v is not ErrScenario", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
 	}
 }
 
