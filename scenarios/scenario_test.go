@@ -327,6 +327,9 @@ func FuzzParse(f *testing.F) {
 		f.Add(src)
 	}
 	f.Add([]byte("generator: {kind: constant, tpot: 1ms}\nexpect: {interruptions: \"<= 1\"}\n"))
+	for _, src := range rooflineSeeds {
+		f.Add([]byte(src))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.yaml", nil, "")
 		if err != nil {
