@@ -87,7 +87,8 @@ type Roofline struct {
 	// Prompt is the turn's own prompt length (0: DefaultPrompt).
 	Prompt int
 	// Context is the mean context of the other sequences in the batch
-	// (0: Prompt + 256).
+	// (0: halfway through their answers in a closed loop, else
+	// Prompt + 256).
 	Context int
 	// BandwidthEfficiency and ComputeEfficiency scale the data sheet (0:
 	// the GPU's, else the defaults).
@@ -174,10 +175,14 @@ func (r Roofline) PromptTokens() int {
 	return DefaultPrompt
 }
 
-// OtherContext returns the mean context of the other sequences.
+// OtherContext returns the mean context of the other sequences: Context,
+// else halfway through their answers in a closed loop, else Prompt + 256.
 func (r Roofline) OtherContext() int {
-	if r.Context > 0 {
+	switch {
+	case r.Context > 0:
 		return r.Context
+	case r.Prefill.ClosedLoop && r.Prefill.Output.Mean >= 1:
+		return int(min(float64(r.othersPrompt().Mean)+r.Prefill.Output.Mean/2, math.MaxInt32))
 	}
 	return r.PromptTokens() + 256
 }
