@@ -267,21 +267,8 @@ func (p *Playout) Speech() time.Duration { return p.speech }
 func (p *Playout) Err() error { return p.err }
 
 // Buffered returns the audio already released but not yet played at time
-// t: what the listener still has in hand.
-func (p *Playout) Buffered(t time.Duration) time.Duration {
-	if !p.started {
-		return p.releasedAudio
-	}
-	if p.scheduled < len(p.Chunks) {
-		// chunks waiting behind the player: all their audio is still ahead
-		var d time.Duration
-		for _, c := range p.Chunks[p.scheduled:] {
-			d += c.Audio
-		}
-		return max(0, p.playhead-t) + d
-	}
-	return max(0, p.playhead-t)
-}
+// t (Backlog(t).Buffered).
+func (p *Playout) Buffered(t time.Duration) time.Duration { return p.Backlog(t).Buffered }
 
 // DrainsAt returns when the audio handed to the player runs out if nothing
 // else is released: the moment a live guard raises an underrun. ok is false

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -35,7 +34,7 @@ type Timeline struct {
 	Started bool
 	// Interruption is the shortest underrun graded an interruption.
 	Interruption time.Duration
-	// RTF and Frame describe the synthesizer, for the buffered-audio curve.
+	// RTF and Frame describe the synthesizer, for the ready-audio curve.
 	RTF   float64
 	Frame time.Duration
 }
@@ -84,63 +83,60 @@ func (tl *Timeline) End() time.Duration {
 	return end
 }
 
-// BufferedCurve returns the audio ready and not yet played, as (time,
-// audio) points in seconds of a piecewise linear curve: what the player
-// has in hand. It is zero exactly inside the underruns.
-func (tl *Timeline) BufferedCurve() []float64 {
-	frame := tl.Frame.Seconds()
-	type piece struct{ ready, readyEnd, audio, play0, play1 float64 }
-	ps := make([]piece, len(tl.Chunks))
-	times := make([]float64, 0, 4*len(tl.Chunks)+2*len(tl.Underruns)+1)
+// BufferedCurve returns the audio buffered, released to the synthesizer
+// and not yet played (pipeline.Backlog.Buffered, as the monitor shows it),
+// as (time, audio) points in seconds of a piecewise linear curve.
+func (tl *Timeline) BufferedCurve() []float64 { return tl.backlogCurve(false) }
+
+// ReadyCurve returns the audio ready at the player and not yet played
+// (pipeline.Backlog.Ready), as (time, audio) points in seconds of a
+// piecewise linear curve: what the player has in hand. It is zero inside
+// the underruns.
+func (tl *Timeline) ReadyCurve() []float64 { return tl.backlogCurve(true) }
+
+// BacklogAt returns the turn's backlog at t (pipeline.BacklogAt).
+func (tl *Timeline) BacklogAt(t time.Duration) pipeline.Backlog {
+	return pipeline.BacklogAt(tl.Chunks, len(tl.Chunks), tl.Underruns, tl.RTF, tl.Frame, t)
+}
+
+// backlogCurve evaluates one backlog measure at every time where its
+// slope can change; where it jumps (a release, a chunk's first frame) the
+// left limit comes first, so jumps show as vertical steps.
+func (tl *Timeline) backlogCurve(ready bool) []float64 {
+	times := make([]time.Duration, 0, 6*len(tl.Chunks)+2*len(tl.Underruns)+1)
 	times = append(times, 0)
-	for i, c := range tl.Chunks {
-		p := piece{ready: c.Ready.Seconds(), audio: c.Audio.Seconds(), play0: c.PlayStart.Seconds(), play1: c.PlayEnd.Seconds()}
-		p.readyEnd = p.ready
-		if tl.RTF > 0 && p.audio > frame {
-			p.readyEnd = p.ready + (p.audio-frame)*tl.RTF
+	for _, c := range tl.Chunks {
+		readyEnd := c.Ready
+		if tl.RTF > 0 && c.Audio > tl.Frame {
+			readyEnd += time.Duration(float64(c.Audio-tl.Frame) * tl.RTF)
 		}
-		ps[i] = p
-		times = append(times, p.ready, p.readyEnd, p.play0, p.play1)
+		times = append(times, c.Release, c.Ready, readyEnd, c.PlayStart, c.PlayEnd)
 	}
 	for _, u := range tl.Underruns {
-		times = append(times, u.Start.Seconds(), (u.Start + u.Duration).Seconds())
+		times = append(times, u.Start, u.Start+u.Duration)
 	}
-	sort.Float64s(times)
+	slices.Sort(times)
 	times = slices.Compact(times)
-	out := make([]float64, 0, 4*len(times))
-	value := func(t float64, before bool) float64 {
-		var ready, played float64
-		for _, p := range ps {
-			switch {
-			case t < p.ready || (before && t == p.ready):
-			case t >= p.readyEnd:
-				ready += p.audio
-			default:
-				ready += min(p.audio, frame+(t-p.ready)/tl.RTF)
-			}
-			switch {
-			case t <= p.play0:
-			case t >= p.play1:
-				played += p.audio
-			default:
-				played += p.audio * (t - p.play0) / (p.play1 - p.play0)
-			}
+	value := func(t time.Duration) float64 {
+		b := tl.BacklogAt(t)
+		if ready {
+			return b.Ready.Seconds()
 		}
-		return max(0, ready-played)
+		return b.Buffered.Seconds()
 	}
+	out := make([]float64, 0, 4*len(times))
 	for _, t := range times {
-		// the left limit, then the value: jumps at chunk readiness show
-		// as vertical steps
-		l, v := value(t, true), value(t, false)
-		if l != v {
-			out = append(out, t, l)
+		v := value(t)
+		if t > 0 {
+			if l := value(t - 1); math.Abs(l-v) > 1e-6 {
+				out = append(out, t.Seconds(), l)
+			}
 		}
-		out = append(out, t, v)
+		out = append(out, t.Seconds(), v)
 	}
 	return out
 }
 
-// causeLabel is an underrun's cause as a plot label.
 func causeLabel(c pipeline.Cause) string {
 	switch c {
 	case pipeline.CauseStall:
@@ -196,7 +192,8 @@ func underrunMeta(i int, u pipeline.Underrun) *Meta {
 const TimelineWidth = 1100
 
 // Figure draws the turn timeline: token arrivals as ticks, chunk releases
-// and synthesizer busy intervals, the buffered-audio curve with the stall
+// and synthesizer busy intervals, the audio buffered (released, not yet
+// played) and the part of it ready at the player, with the stall
 // tolerance under it, start-up (TTFA) shaded apart, and each underrun
 // shaded and labelled with its cause and length.
 func (tl *Timeline) Figure() *Figure {
@@ -217,10 +214,10 @@ func (tl *Timeline) Figure() *Figure {
 		end = 1
 	}
 	x := scale{lo: 0, hi: niceMax(end*1.02, 10), p0: left, p1: W - right}
-	curve := tl.BufferedCurve()
+	curve, buffered := tl.ReadyCurve(), tl.BufferedCurve()
 	bufMax, tolMax := 0.0, 0.0
-	for i := 1; i < len(curve); i += 2 {
-		bufMax = max(bufMax, curve[i])
+	for i := 1; i < len(buffered); i += 2 {
+		bufMax = max(bufMax, buffered[i])
 	}
 	for _, t := range tl.Tolerance {
 		if t != pipeline.Unbounded {
@@ -232,7 +229,7 @@ func (tl *Timeline) Figure() *Figure {
 	y := scale{lo: 0, hi: ymax, p0: panelBottom, p1: panelTop}
 
 	// title and summary
-	f.Text(left, 24, "Turn "+tl.Turn+": timeline of tokens, synthesis and buffered audio", titleText)
+	f.Text(left, 24, "Turn "+tl.Turn+": timeline of tokens, synthesis and audio not yet played", titleText)
 	interruptions, glitches := 0, 0
 	for _, u := range tl.Underruns {
 		if u.Class == pipeline.Interruption {
@@ -275,7 +272,7 @@ func (tl *Timeline) Figure() *Figure {
 	}
 
 	// y axis and grid of the main panel
-	f.yAxis(y, left, x.p1, linTicks(0, ymax, 5), tickLabel, "audio buffered (s)")
+	f.yAxis(y, left, x.p1, linTicks(0, ymax, 5), tickLabel, "audio not yet played (s)")
 	f.xAxis(x, panelBottom, panelTop, linTicks(0, x.hi, 10), tickLabel, "time since the request was sent (s)")
 
 	// underrun bands, behind the curves; underruns closer than a few
@@ -330,7 +327,14 @@ func (tl *Timeline) Figure() *Figure {
 		}
 		pts = append(pts, x.at(curve[len(curve)-2]), y.at(0))
 		f.Path(pts, true, Style{Fill: alpha(SkyBlue, 0.45)}, nil)
-		f.Path(pts[2:len(pts)-2], false, stroke(Blue, 1.5), &Meta{Class: "buffered"})
+		f.Path(pts[2:len(pts)-2], false, stroke(Blue, 1.5), &Meta{Class: "ready", Title: "audio ready at the player, not yet played"})
+	}
+	if len(buffered) >= 4 {
+		pts := make([]float64, 0, len(buffered))
+		for i := 0; i+1 < len(buffered); i += 2 {
+			pts = append(pts, x.at(buffered[i]), y.clampPx(y.at(buffered[i+1])))
+		}
+		f.Path(pts, false, stroke(Orange, 1.5), &Meta{Class: "buffered", Title: "audio buffered: released to the synthesizer, not yet played"})
 	}
 
 	// stall tolerance: a step after each token, broken where unbounded
@@ -392,7 +396,8 @@ func (tl *Timeline) Figure() *Figure {
 	items = append(items,
 		legendItem{label: "chunk released to TTS", style: solid(Blue)},
 		legendItem{label: "synthesizer busy", style: solid(alpha(BluishGreen, 0.55))},
-		legendItem{label: "audio buffered", style: Style{Fill: alpha(SkyBlue, 0.45), Stroke: Blue}},
+		legendItem{label: "audio ready at the player, not yet played", style: Style{Fill: alpha(SkyBlue, 0.45), Stroke: Blue}},
+		legendItem{label: "audio buffered: released to the synthesizer, not yet played", style: stroke(Orange, 1.5), line: true},
 		legendItem{label: "stall tolerance (s of extra ITL with no new gap)", style: stroke(Black, 1.2, 5, 3), line: true},
 		legendItem{label: "start-up (TTFA)", style: solid(alpha(lightGrey, 0.8))},
 	)
