@@ -51,22 +51,12 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Fatalf("table %+v", rows)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--no-first-run", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
-		"--virtual-time-budget=3000", "--dump-dom", ts.URL+"/?session=browser-test")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	dom := string(out)
+	dom := loadPage(t, bin, ts.URL+"/?session=browser-test")
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`<tr data-session="browser-test" data-state="underrun" class="sel">`),
-		regexp.MustCompile(`<li data-class="interruption">interruption 200 ms`),
-		regexp.MustCompile(`<li data-class="dry">player dry for`),
-		regexp.MustCompile(`id="chart-summary" data-tokens="2" data-gaps="2" data-dry="1"`),
+		regexp.MustCompile(`<li data-turn="t1" data-class="interruption">turn t1: interruption 200 ms`),
+		regexp.MustCompile(`<li data-turn="t1" data-class="dry">turn t1: player dry for`),
+		regexp.MustCompile(`id="chart-summary" data-turns="1" data-open="1" data-tokens="2" data-gaps="2" data-dry="1"`),
 		regexp.MustCompile(`<div id="status" data-state="open">`),
 	} {
 		if !want.MatchString(dom) {
@@ -74,7 +64,30 @@ func TestLivePageInBrowser(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		i := strings.Index(dom, "<body") // the status line is above <main>
-		t.Logf("page:\n%s", dom[max(0, i):])
+		logPage(t, dom)
 	}
+}
+
+// loadPage loads url in headless Chromium and returns the page's DOM
+// once its scripts have run.
+func loadPage(t *testing.T, bin, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--no-first-run", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
+		"--virtual-time-budget=3000", "--dump-dom", url)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return string(out)
+}
+
+// logPage logs the page from <body>, status line included.
+func logPage(t *testing.T, dom string) {
+	t.Helper()
+	i := strings.Index(dom, "<body") // the status line is above <main>
+	t.Logf("page:\n%s", dom[max(0, i):])
 }

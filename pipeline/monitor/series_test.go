@@ -3,45 +3,87 @@ package monitor
 import (
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
 )
 
 func TestSeriesKeepsWindow(t *testing.T) {
 	t.Parallel()
 	var s series
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.begin("t1", t0)
+	ts := s.turn("t1")
 	// ten minutes of 25 tokens a second
 	for i := range 25 * 600 {
-		s.token(t0.Add(time.Duration(i)*40*time.Millisecond), time.Second)
+		at := t0.Add(time.Duration(i) * 40 * time.Millisecond)
+		ts.token(at, at, pipeline.Backlog{Buffered: time.Second}, pipeline.Backlog{Buffered: time.Second})
 	}
 	end := unixMs(t0.Add(600 * time.Second))
-	if n := len(s.Tokens); n > seriesMax || n < int(seriesWindow/(40*time.Millisecond)) {
+	if n := len(ts.Tokens); n > seriesMax || n < int(seriesWindow/(40*time.Millisecond)) {
 		t.Errorf("%d tokens kept, want the last minute's %d and at most %d", n, seriesWindow/(40*time.Millisecond), seriesMax)
 	}
-	if first := s.Tokens[0]; end-first < float64(seriesWindow/time.Millisecond) {
+	if first := ts.Tokens[0]; end-first < float64(seriesWindow/time.Millisecond) {
 		t.Errorf("the oldest token kept is %.0f ms old, want at least the window", end-first)
 	}
-	if len(s.Samples) != len(s.Tokens) {
-		t.Errorf("%d samples for %d tokens", len(s.Samples), len(s.Tokens))
+	if len(ts.Samples) != len(ts.Tokens) {
+		t.Errorf("%d samples for %d tokens (the backlog did not change: one sample each)", len(ts.Samples), len(ts.Tokens))
 	}
 	r := s.recent(end - 1000)
-	if len(r.Tokens) != 26 || r.Tokens[0] > end-1000 || r.Tokens[1] < end-1000 {
-		t.Errorf("the last second holds %d tokens from %.0f ms before the end", len(r.Tokens), end-r.Tokens[0])
+	if len(r.Turns) != 1 || len(r.Turns[0].Tokens) != 26 || r.Turns[0].Tokens[0] > end-1000 || r.Turns[0].Tokens[1] < end-1000 {
+		t.Errorf("the last second holds %+v", r.Turns)
 	}
 	// a drain becomes a gap; a drain that did not is taken back
-	s.drain(t0)
-	s.gap(t0, t0.Add(200*time.Millisecond), true)
-	s.drain(t0.Add(time.Second))
-	s.undrain()
-	if len(s.Gaps) != 1 || s.Gaps[0][1]-s.Gaps[0][0] != 200 || s.Gaps[0][2] != 1 {
-		t.Errorf("gaps %v", s.Gaps)
+	ts.drain(t0)
+	ts.gap(t0, t0.Add(200*time.Millisecond), true)
+	ts.drain(t0.Add(time.Second))
+	ts.undrain()
+	if len(ts.Gaps) != 1 || ts.Gaps[0][1]-ts.Gaps[0][0] != 200 || ts.Gaps[0][2] != 1 {
+		t.Errorf("gaps %v", ts.Gaps)
+	}
+}
+
+// TestSeriesPerTurn: two turns open at once keep a buffer and a gap each;
+// a gap of one does not close the other's, and a closed turn leaves the
+// chart once it is out of the window.
+func TestSeriesPerTurn(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	var s series
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.begin("a", t0)
+	s.begin("b", t0.Add(10*ms))
+	a, b := s.turn("a"), s.turn("b")
+	a.drain(t0.Add(100 * ms)) // a's player runs dry
+	b.sample(t0.Add(100*ms), pipeline.Backlog{Buffered: 14 * time.Second, Ready: 9 * time.Second})
+	b.gap(t0.Add(200*ms), t0.Add(260*ms), false) // b has a glitch of its own
+	if len(a.Gaps) != 1 || a.Gaps[0][1] != 0 {
+		t.Errorf("a's open gap %v was closed by b's", a.Gaps)
+	}
+	if len(b.Gaps) != 1 || b.Gaps[0][1]-b.Gaps[0][0] != 60 || b.Samples[0][1] != 14000 || b.Samples[0][2] != 9000 {
+		t.Errorf("b's history %+v", b)
+	}
+	s.end("a", t0.Add(300*ms))
+	if s.turn("a") != nil || len(a.Gaps) != 0 {
+		t.Errorf("a ended with its drain open: the drain stays, or a is still open: %+v", a)
+	}
+	// a second turn named a, later, is a history of its own
+	s.begin("a", t0.Add(2*seriesWindow))
+	if len(s.Turns) != 2 || s.Turns[0] != b || s.turn("a") == a {
+		t.Errorf("after the window: turns %+v, want b (still open) and the new a", s.Turns)
+	}
+	if r := s.recent(unixMs(t0.Add(2 * seriesWindow))); len(r.Turns) != 2 {
+		t.Errorf("recent: %d turns, want the two open ones", len(r.Turns))
 	}
 }
 
 func BenchmarkSeriesToken(b *testing.B) {
 	var s series
 	t0 := time.Now()
+	s.begin("t", t0)
+	ts := s.turn("t")
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		s.token(t0.Add(time.Duration(i)*40*time.Millisecond), time.Second)
+		at := t0.Add(time.Duration(i) * 40 * time.Millisecond)
+		ts.token(at, at, pipeline.Backlog{Buffered: time.Second}, pipeline.Backlog{Buffered: 2 * time.Second})
 	}
 }

@@ -115,6 +115,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	closed   Totals // of the sessions that have closed
 	conns    map[*websocket.Conn]struct{}
 	nextID   int
 	closing  bool
@@ -122,6 +123,7 @@ type Server struct {
 
 	received atomic.Int64
 	refused  atomic.Int64
+	seq      atomic.Uint64 // of events
 
 	stop     chan struct{}
 	loopDone chan struct{}
@@ -322,15 +324,18 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.m.sessions.Inc()
 	s.log.Info().Str("event", "session_open").Str("session", id).Str("remote", r.RemoteAddr).Msg("session_open")
-	s.publishEvent(eventMessage{Type: "session_open", Session: id, UnixNs: s.clock.Now().UnixNano()})
+	sess.publish(eventMessage{Type: "session_open", Session: id, UnixNs: s.clock.Now().UnixNano()})
 
 	s.ingest(conn, sess)
 
 	sess.close()
 	conn.Close()
+	closed := sess.row(s.clock.Now())
 	s.mu.Lock()
 	delete(s.sessions, id)
 	delete(s.conns, conn)
+	s.closed.add(closed)
+	s.closed.Closed++
 	s.mu.Unlock()
 	s.m.sessions.Dec()
 	s.log.Info().Str("event", "session_close").Str("session", id).Msg("session_close")
@@ -464,17 +469,32 @@ type eventMessage struct {
 	// monitor sent it.
 	UnixNs     int64 `json:"unix_ns"`
 	SentUnixNs int64 `json:"sent_unix_ns"`
+	// Seq numbers the monitor's events from 1, in the order they were
+	// sent, so that a page can merge a session's history with live events.
+	Seq uint64 `json:"seq"`
 }
 
 // publishEvent sends an event to every subscriber, and to the pages that
-// chart its session.
-func (s *Server) publishEvent(e eventMessage) {
+// chart its session, and returns it as sent (nil when it could not be).
+func (s *Server) publishEvent(e eventMessage) []byte {
 	e.SentUnixNs = time.Now().UnixNano()
+	e.Seq = s.seq.Add(1)
 	b, err := json.Marshal(e)
 	if err != nil {
-		return
+		return nil
 	}
 	s.hub.publish(b, e.Session)
+	return b
+}
+
+// sendHistory sends a page the recent events of the session it charts.
+func (s *Server) sendHistory(sub *subscriber, id string) {
+	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	if sess != nil {
+		s.hub.send(sub, sess.history())
+	}
 }
 
 // serveEvents streams every event to a subscriber until it leaves, falls
@@ -511,6 +531,11 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
 		Queue int  `json:"queue"`
 	}{TypeHello, s.opts.Queue})
 	s.hub.send(sub, hello)
+	if p := sub.selected.Load(); page && p != nil {
+		// what happened before the page came; events from now on follow
+		// (a page merges the two by seq)
+		s.sendHistory(sub, *p)
+	}
 	for {
 		_, data, err := conn.ReadMessage()
 		if err != nil {
@@ -522,6 +547,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
 			}
 			if json.Unmarshal(data, &sel) == nil {
 				sub.selected.Store(&sel.Select)
+				s.sendHistory(sub, sel.Select)
 			}
 		}
 	}
@@ -548,11 +574,19 @@ func (s *Server) loop() {
 
 // Row is one session in the live page's table and /api/sessions.
 type Row struct {
-	Session       string   `json:"session"`
-	Remote        string   `json:"remote"`
-	State         string   `json:"state"`
-	Turn          string   `json:"turn,omitempty"`
+	Session string `json:"session"`
+	Remote  string `json:"remote"`
+	State   string `json:"state"`
+	// Turn is the open turn the row shows: of several, the one whose
+	// player is dry, else the one with the least audio buffered.
+	Turn string `json:"turn,omitempty"`
+	// OpenTurns is how many turns are streaming.
+	OpenTurns int `json:"open_turns"`
+	// BufferedMs and ReadyMs are that turn's audio not yet played
+	// (pipeline.Backlog): buffered (released to the synthesizer) and the
+	// part of it ready at the player.
 	BufferedMs    float64  `json:"buffered_ms"`
+	ReadyMs       float64  `json:"ready_ms"`
 	TTFTMs        *float64 `json:"ttft_ms"`
 	TPOTMs        *float64 `json:"tpot_ms"`
 	TTFAMs        *float64 `json:"ttfa_ms"`
@@ -572,11 +606,20 @@ var stateRank = map[string]int{StateUnderrun: 0, StateLow: 1, StateStreaming: 2,
 // Sessions samples every session's buffered audio now and returns the
 // table, most urgent first.
 func (s *Server) Sessions() []Row {
+	rows, _ := s.table()
+	return rows
+}
+
+// table samples every session and returns the table, most urgent first,
+// and the totals of the monitor: those of the sessions that had closed
+// when the table was taken, and of the rows.
+func (s *Server) table() ([]Row, Totals) {
 	s.mu.Lock()
 	list := make([]*session, 0, len(s.sessions))
 	for _, sess := range s.sessions {
 		list = append(list, sess)
 	}
+	totals := s.closed
 	s.mu.Unlock()
 	now := s.clock.Now()
 	rows := make([]Row, 0, len(list))
@@ -591,29 +634,129 @@ func (s *Server) Sessions() []Row {
 		if a.BufferedMs != b.BufferedMs {
 			return a.BufferedMs < b.BufferedMs
 		}
-		return a.Session < b.Session
+		return naturalLess(a.Session, b.Session)
 	})
-	return rows
+	totals.Sessions = len(rows)
+	for _, r := range rows {
+		totals.add(r)
+		switch r.State {
+		case StateUnderrun:
+			totals.Dry++
+		case StateLow:
+			totals.Low++
+		}
+	}
+	return rows, totals
 }
 
-// row samples the session's buffered audio and returns its table row.
+// naturalLess orders names as people do: runs of digits by their number,
+// so that s2 comes before s10.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			if da != db {
+				return da < db // fewer leading zeros first
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digits returns the length of the run of ASCII digits that s begins with.
+func digits(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// Totals are the monitor's counts since it started, over every session,
+// those that have closed included.
+type Totals struct {
+	// Sessions is how many are connected; Closed how many have closed.
+	Sessions int `json:"sessions"`
+	Closed   int `json:"closed"`
+	// Dry and Low are the connected sessions whose player is dry now, or
+	// whose stall tolerance is low.
+	Dry int `json:"dry"`
+	Low int `json:"low"`
+	// The rest add up the sessions' own counts.
+	Turns         int     `json:"turns"`
+	Interruptions int     `json:"interruptions"`
+	Glitches      int     `json:"glitches"`
+	BargeIns      int     `json:"barge_ins"`
+	StallWarnings int     `json:"stall_warnings"`
+	UnderrunMs    float64 `json:"underrun_ms"`
+}
+
+// add counts a session's row in the totals.
+func (t *Totals) add(r Row) {
+	t.Turns += r.Turns
+	t.Interruptions += r.Interruptions
+	t.Glitches += r.Glitches
+	t.BargeIns += r.BargeIns
+	t.StallWarnings += r.StallWarnings
+	t.UnderrunMs += r.UnderrunMs
+}
+
+// row samples the backlog of every open turn of the session and returns
+// its table row: the turn whose player is dry, else the one with the least
+// audio buffered.
 func (sess *session) row(now time.Time) Row {
 	sess.mu.Lock()
-	turn := sess.last
+	open := make([]string, 0, len(sess.turns))
+	for id := range sess.turns {
+		open = append(open, id)
+	}
 	sess.mu.Unlock()
-	buf, streaming := time.Duration(0), false
-	if turn != "" {
-		buf, streaming = sess.guard.Buffered(turn)
+	backlogs := make(map[string]pipeline.Backlog, len(open))
+	for _, id := range open {
+		if b, ok := sess.guard.Backlog(id); ok {
+			backlogs[id] = b
+		}
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if streaming {
-		sess.series.sample(now, buf)
+	var shown *turnState
+	for id, b := range backlogs {
+		ts := sess.turns[id]
+		if ts == nil {
+			continue
+		}
+		if h := sess.series.turn(id); h != nil {
+			h.sample(now, b)
+		}
+		switch {
+		case shown == nil,
+			ts.draining && !shown.draining,
+			ts.draining == shown.draining && (b.Buffered < backlogs[shown.id].Buffered ||
+				b.Buffered == backlogs[shown.id].Buffered && naturalLess(id, shown.id)):
+			shown = ts
+		}
 	}
-	r := Row{Session: sess.id, Remote: sess.remote, Turn: sess.last, BufferedMs: pipeline.Millis(buf),
+	r := Row{Session: sess.id, Remote: sess.remote, OpenTurns: len(backlogs),
 		Turns: sess.turnsDone, Glitches: sess.glitches, Interruptions: sess.interruptions,
 		BargeIns: sess.bargeIns, StallWarnings: sess.stalls, UnderrunMs: pipeline.Millis(sess.silence),
 		VoiceScale: sess.scaleFactor, AgeS: now.Sub(sess.opened).Seconds()}
+	if shown != nil {
+		b := backlogs[shown.id]
+		r.Turn, r.BufferedMs, r.ReadyMs = shown.id, pipeline.Millis(b.Buffered), pipeline.Millis(b.Ready)
+	}
 	if sess.hasTTFT {
 		r.TTFTMs = ptr(pipeline.Millis(sess.ttft))
 	}
@@ -623,13 +766,12 @@ func (sess *session) row(now time.Time) Row {
 	if sess.hasTTFA {
 		r.TTFAMs = ptr(pipeline.Millis(sess.ttfa))
 	}
-	ts := sess.turns[sess.last]
 	switch {
 	case sess.closed:
 		r.State = StateClosed
-	case ts == nil || !streaming:
+	case shown == nil:
 		r.State = StateIdle
-	case ts.draining:
+	case shown.draining:
 		r.State = StateUnderrun
 	case !sess.warnAt.IsZero() && now.Sub(sess.warnAt) < time.Second:
 		r.State = StateLow
@@ -641,12 +783,13 @@ func (sess *session) row(now time.Time) Row {
 
 // snapshot sends every page the table and its selected session's chart.
 func (s *Server) snapshot() {
-	rows := s.Sessions()
+	rows, sums := s.table()
 	table, err := json.Marshal(rows[:min(len(rows), MaxPageRows)])
 	if err != nil {
 		return
 	}
 	now := s.clock.Now()
+	totals, _ := json.Marshal(sums)
 	charts := map[string][]byte{}
 	for _, page := range s.hub.pageList() {
 		sel := ""
@@ -658,7 +801,7 @@ func (s *Server) snapshot() {
 			chart = s.chart(sel)
 			charts[sel] = chart
 		}
-		s.hub.send(page, s.snapshotMessage(now, len(rows), table, sel, chart))
+		s.hub.send(page, s.snapshotMessage(now, len(rows), totals, table, sel, chart, nil))
 	}
 }
 
@@ -681,24 +824,30 @@ func (s *Server) chart(id string) []byte {
 }
 
 // snapshotMessage is what a page gets on each tick.
-func (s *Server) snapshotMessage(now time.Time, total int, table []byte, sel string, chart []byte) []byte {
+// HTTP snapshots (events non-nil) carry the session's recent events too.
+func (s *Server) snapshotMessage(now time.Time, total int, totals, table []byte, sel string, chart, events []byte) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"type":"snapshot","now_ms":%.3f,"sessions_total":%d,"interruption_ms":%.3f,"selected":`,
-		unixMs(now), total, pipeline.Millis(s.opts.Config.Interruption))
+	fmt.Fprintf(&b, `{"type":"snapshot","now_ms":%.3f,"sessions_total":%d,"interruption_ms":%.3f,"totals":%s,"selected":`,
+		unixMs(now), total, pipeline.Millis(s.opts.Config.Interruption), totals)
 	sb, _ := json.Marshal(sel)
 	b.Write(sb)
 	b.WriteString(`,"sessions":`)
 	b.Write(table)
 	b.WriteString(`,"chart":`)
 	b.Write(chart)
+	if events != nil {
+		b.WriteString(`,"events":`)
+		b.Write(events)
+	}
 	b.WriteString("}")
 	return b.Bytes()
 }
 
 // serveSnapshot answers one snapshot, as pages get them, for the session
-// named by ?session: the page draws it before its websocket opens.
+// named by ?session, with its recent events: the page draws it before its
+// websocket opens.
 func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	rows := s.Sessions()
+	rows, sums := s.table()
 	table, err := json.Marshal(rows[:min(len(rows), MaxPageRows)])
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -707,7 +856,15 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	sel := r.URL.Query().Get("session")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(s.snapshotMessage(s.clock.Now(), len(rows), table, sel, s.chart(sel)))
+	totals, _ := json.Marshal(sums)
+	events := []byte("[]")
+	s.mu.Lock()
+	sess := s.sessions[sel]
+	s.mu.Unlock()
+	if sess != nil {
+		events = sess.recentEvents()
+	}
+	w.Write(s.snapshotMessage(s.clock.Now(), len(rows), totals, table, sel, s.chart(sel), events))
 }
 
 // serveSessions answers the sessions table as JSON.

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -53,6 +55,62 @@ type session struct {
 	silence                                      time.Duration
 	series                                       series
 	scaleFactor                                  float64
+
+	// the latest events, for a page that starts charting the session
+	recentMu   sync.Mutex
+	recent     [][]byte
+	recentNext int
+}
+
+// recentEvents is how many of its latest events a session keeps for the
+// pages that select it.
+const recentEvents = 32
+
+// publish sends one of the session's events to the subscribers and keeps
+// it among its recent events.
+func (sess *session) publish(e eventMessage) {
+	b := sess.srv.publishEvent(e)
+	if b == nil {
+		return
+	}
+	sess.recentMu.Lock()
+	if len(sess.recent) < recentEvents {
+		sess.recent = append(sess.recent, b)
+	} else {
+		sess.recent[sess.recentNext] = b
+		sess.recentNext = (sess.recentNext + 1) % recentEvents
+	}
+	sess.recentMu.Unlock()
+}
+
+// history returns the session's recent events, oldest first, as one
+// message for a page: {"type":"history","session":ID,"events":[...]}.
+func (sess *session) history() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"history","session":`)
+	id, _ := json.Marshal(sess.id)
+	b.Write(id)
+	b.WriteString(`,"events":`)
+	b.Write(sess.recentEvents())
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// recentEvents returns the session's recent events, oldest first, as a
+// JSON array.
+func (sess *session) recentEvents() []byte {
+	sess.recentMu.Lock()
+	defer sess.recentMu.Unlock()
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range sess.recent {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(sess.recent[(sess.recentNext+i)%len(sess.recent)])
+	}
+	b.WriteByte(']')
+	return b.Bytes()
 }
 
 // turnState is one open turn of a session (session.mu guards it).
@@ -133,6 +191,7 @@ func (sess *session) turnStart(m Message, arrived time.Time) error {
 	sess.mu.Lock()
 	sess.turns[m.Turn] = ts
 	sess.last = m.Turn
+	sess.series.begin(m.Turn, begin)
 	sess.mu.Unlock()
 	sess.srv.m.openTurns.Inc()
 	return nil
@@ -190,6 +249,7 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 			ErrRejected, m.Turn, n, pipeline.Millis(at), pipeline.Millis(prev))
 	}
 	c := pipeline.Chunk{At: at, Text: m.Text, Tokens: m.Tokens, Textless: !m.HasText, Reasoning: m.Reasoning}
+	before, _ := sess.guard.Backlog(m.Turn)
 	if err := sess.guard.Chunk(m.Turn, c); err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
@@ -199,15 +259,17 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 	} else {
 		sess.srv.m.itl.Observe((at - prev).Seconds())
 	}
-	buf, _ := sess.guard.Buffered(m.Turn)
-	came := ts.begin.Add(at)
+	after, _ := sess.guard.Backlog(m.Turn)
+	came, now := ts.begin.Add(at), sess.srv.clock.Now()
 	sess.mu.Lock()
 	ts.chunks++
 	ts.lastAt = at
 	if n == 0 {
 		sess.ttft, sess.hasTTFT = at, true
 	}
-	sess.series.token(came, buf)
+	if h := sess.series.turn(m.Turn); h != nil {
+		h.token(came, now, before, after)
+	}
 	sess.mu.Unlock()
 	return nil
 }
@@ -234,7 +296,7 @@ func (sess *session) bargeIn(m Message, arrived time.Time) error {
 	sess.bargeIns++
 	sess.mu.Unlock()
 	sess.srv.m.bargeIns.Inc()
-	sess.srv.publishEvent(eventMessage{Type: "barge_in", Session: sess.id, Turn: m.Turn,
+	sess.publish(eventMessage{Type: "barge_in", Session: sess.id, Turn: m.Turn,
 		AtMs: pipeline.Millis(at), UnixNs: ts.begin.Add(at).UnixNano()})
 	sess.log.Info().Str("event", "barge_in").Str("turn", m.Turn).Float64("at_ms", pipeline.Millis(at)).Msg("barge_in")
 	return sess.finish(ts, pipeline.StatusCancelled, "barge-in", 0)
@@ -294,14 +356,14 @@ func (sess *session) onEvent(e pipeline.Event) {
 	case pipeline.EventStall:
 		sess.stalls++
 		sess.warnAt = sess.srv.clock.Now()
-		if ts != nil {
-			sess.series.stall(begin.Add(e.At))
+		if h := sess.series.turn(e.Turn); h != nil {
+			h.stall(begin.Add(e.At))
 		}
 		sess.mu.Unlock()
 		sess.srv.m.stalls.Inc()
 		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("at_ms", pipeline.Millis(e.At)).
 			Float64("tolerance_ms", pipeline.Millis(e.Tolerance)).Int("last_token", e.LastToken).Msg(string(e.Kind))
-		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
+		sess.publish(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
 			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), ToleranceMs: pipeline.Millis(e.Tolerance),
 			LastToken: ptr(e.LastToken), UnixNs: begin.Add(e.At).UnixNano()})
 	case pipeline.EventDrain:
@@ -310,11 +372,13 @@ func (sess *session) onEvent(e pipeline.Event) {
 			return
 		}
 		ts.draining = true
-		sess.series.drain(begin.Add(e.At))
+		if h := sess.series.turn(e.Turn); h != nil {
+			h.drain(begin.Add(e.At))
+		}
 		sess.mu.Unlock()
 		sess.log.Warn().Str("event", string(e.Kind)).Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(e.At)).
 			Float64("late_ms", pipeline.Millis(e.Now-e.At)).Int("last_token", e.LastToken).Msg(string(e.Kind))
-		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
+		sess.publish(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
 			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), LastToken: ptr(e.LastToken),
 			UnixNs: begin.Add(e.At).UnixNano()})
 	case pipeline.EventUnderrun:
@@ -324,8 +388,11 @@ func (sess *session) onEvent(e pipeline.Event) {
 		}
 		u, ok := clip(e.Underrun, ts, cfg.Interruption)
 		ts.draining = false
+		h := sess.series.turn(e.Turn)
 		if !ok {
-			sess.series.undrain()
+			if h != nil {
+				h.undrain()
+			}
 			sess.mu.Unlock()
 			return
 		}
@@ -335,7 +402,9 @@ func (sess *session) onEvent(e pipeline.Event) {
 			sess.glitches++
 		}
 		sess.silence += u.Duration
-		sess.series.gap(begin.Add(u.Start), begin.Add(u.Start+u.Duration), u.Class == pipeline.Interruption)
+		if h != nil {
+			h.gap(begin.Add(u.Start), begin.Add(u.Start+u.Duration), u.Class == pipeline.Interruption)
+		}
 		sess.mu.Unlock()
 		if u.Class == pipeline.Interruption {
 			sess.srv.m.interruptions.Inc()
@@ -344,7 +413,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 		}
 		sess.srv.m.underrun.Observe(u.Duration.Seconds())
 		pipeline.LogUnderrun(sess.log, u)
-		sess.srv.publishEvent(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
+		sess.publish(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
 			AtMs: pipeline.Millis(u.Start), DurationMs: pipeline.Millis(u.Duration), LateMs: pipeline.Millis(e.Now - e.At),
 			Class: string(u.Class), Cause: string(u.Cause), Position: string(u.Position), Token: ptr(u.Token),
 			ITLMs: pipeline.Millis(u.ITL), ToleranceMs: pipeline.Millis(u.Tolerance), UnixNs: begin.Add(u.Start).UnixNano()})
@@ -359,8 +428,8 @@ func (sess *session) onEvent(e pipeline.Event) {
 		}
 		if ts != nil {
 			ts.draining = false
-			sess.series.undrain()
 		}
+		sess.series.end(e.Turn, begin.Add(e.At))
 		sess.mu.Unlock()
 		m := sess.srv.m
 		m.turns.WithLabelValues(sum.status).Inc()
@@ -390,7 +459,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 		if sum.hasTTFA {
 			msg.TTFAMs = ptr(pipeline.Millis(sum.ttfa))
 		}
-		sess.srv.publishEvent(msg)
+		sess.publish(msg)
 	default:
 		sess.mu.Unlock()
 	}

@@ -25,13 +25,14 @@
     ws.onmessage = (e) => {
       let m;
       try { m = JSON.parse(e.data); } catch (err) { return; }
-      if (m.type === 'snapshot') { last = m; render(m); } else { logEvent(m); }
+      if (m.type === 'snapshot') { last = m; render(m); } else if (m.type === 'history') { if (m.session === selected) for (const e of m.events || []) logEvent(e); } else if (m.type !== 'hello') { logEvent(m); }
     };
   }
 
   function setStatus(state, text) { const s = $('status'); s.dataset.state = state; s.textContent = text; }
 
   function select(id) {
+    if (id !== selected) { events.length = 0; seen.clear(); $('log').textContent = ''; }
     selected = id;
     const q = new URLSearchParams(location.search);
     q.set('session', id);
@@ -52,27 +53,26 @@
   function render(m) {
     const rows = m.sessions || [];
     if (!selected && rows.length) select(rows[0].session);
-    let dry = 0, low = 0, inter = 0, glitch = 0;
     const body = document.createElement('tbody');
     for (const r of rows) {
-      if (r.state === 'underrun') dry++;
-      if (r.state === 'low') low++;
-      inter += r.interruptions; glitch += r.glitches;
       const tr = document.createElement('tr');
       tr.dataset.session = r.session;
       tr.dataset.state = r.state;
       if (r.session === selected) tr.className = 'sel';
-      cell(tr, r.session); cell(tr, r.state, 'state'); cell(tr, r.turn || '');
-      cell(tr, r.buffered_ms.toFixed(0), 'num'); cell(tr, fmt(r.ttft_ms), 'num'); cell(tr, fmt(r.tpot_ms), 'num');
+      cell(tr, r.session); cell(tr, r.state, 'state'); cell(tr, (r.turn || '') + (r.open_turns > 1 ? ' (of ' + r.open_turns + ' open)' : ''));
+      cell(tr, r.buffered_ms.toFixed(0), 'num'); cell(tr, (r.ready_ms || 0).toFixed(0), 'num');
+      cell(tr, fmt(r.ttft_ms), 'num'); cell(tr, fmt(r.tpot_ms), 'num');
       cell(tr, fmt(r.ttfa_ms), 'num'); cell(tr, String(r.turns), 'num'); cell(tr, String(r.interruptions), 'num');
       cell(tr, String(r.glitches), 'num'); cell(tr, String(r.barge_ins), 'num'); cell(tr, String(r.stall_warnings), 'num');
       tr.onclick = () => select(r.session);
       body.appendChild(tr);
     }
     $('sessions').replaceChild(body, $('sessions').tBodies[0]);
-    $('n-sessions').textContent = m.sessions_total;
-    $('n-underrun').textContent = dry; $('n-low').textContent = low;
-    $('n-interruptions').textContent = inter; $('n-glitches').textContent = glitch;
+    // the monitor's totals: closed sessions count too
+    const t = m.totals || {};
+    $('n-sessions').textContent = t.sessions || 0; $('n-closed').textContent = t.closed || 0;
+    $('n-underrun').textContent = t.dry || 0; $('n-low').textContent = t.low || 0;
+    $('n-interruptions').textContent = t.interruptions || 0; $('n-glitches').textContent = t.glitches || 0;
     const more = $('more');
     more.hidden = m.sessions_total <= rows.length;
     more.textContent = (m.sessions_total - rows.length) + ' more sessions not listed (the table shows those closest to going silent)';
@@ -80,6 +80,9 @@
     draw(m.selected === selected ? m.chart : null, m.now_ms, m.interruption_ms);
   }
 
+  // each turn has a player of its own: its audio not yet played in two
+  // measures (buffered: released to the synthesizer; ready: made, waiting
+  // at the player), its tokens, gaps and stall warnings
   function draw(c, now, interruptionMs) {
     const cv = $('chart'), g = cv.getContext('2d');
     const W = cv.width, H = cv.height, L = 48, R = 8, T = 14, B = 34;
@@ -88,10 +91,11 @@
     const x = (t) => L + (t - t0) / windowMs * (W - L - R);
     const gaps = $('gaps');
     gaps.textContent = '';
-    if (!c) { $('chart-summary').textContent = 'no data for this session yet'; return; }
-    for (const k of ['samples', 'tokens', 'gaps', 'stalls']) c[k] = c[k] || [];
+    const turns = (c && c.turns) || [];
+    if (!turns.length) { $('chart-summary').textContent = 'no data for this session yet'; return; }
+    for (const ts of turns) for (const k of ['samples', 'tokens', 'gaps', 'stalls']) ts[k] = ts[k] || [];
     let top = 1000;
-    for (const s of c.samples) if (s[0] >= t0) top = Math.max(top, s[1]);
+    for (const ts of turns) for (const s of ts.samples) if (s[0] >= t0) top = Math.max(top, s[1], s[2]);
     top = Math.ceil(top / 1000) * 1000;
     const y = (ms) => T + (1 - ms / top) * (H - T - B);
     // grid and axes
@@ -101,72 +105,101 @@
       g.fillText((v / 1000).toFixed(2) + ' s', 4, y(v) + 4);
     }
     for (let s = 0; s <= windowMs; s += 5000) g.fillText('-' + ((windowMs - s) / 1000) + ' s', x(t0 + s) - 12, H - 4);
-    // token gaps at least the interruption threshold, on the token lane
     const lane = H - B + 4;
-    g.fillStyle = '#3a3f47';
-    for (let i = 1; i < c.tokens.length; i++) {
-      const a = c.tokens[i - 1], b = c.tokens[i];
-      if (b - a >= interruptionMs && b >= t0) g.fillRect(x(Math.max(a, t0)), lane, x(b) - x(Math.max(a, t0)), 10);
+    let tokens = 0, shown = 0, ngaps = 0;
+    const dry = [];
+    for (const ts of turns) {
+      tokens += ts.tokens.length; ngaps += ts.gaps.length;
+      // token gaps at least the interruption threshold, on the token lane
+      g.fillStyle = '#3a3f47';
+      for (let i = 1; i < ts.tokens.length; i++) {
+        const a = ts.tokens[i - 1], b = ts.tokens[i];
+        if (b - a >= interruptionMs && b >= t0) g.fillRect(x(Math.max(a, t0)), lane, x(b) - x(Math.max(a, t0)), 10);
+      }
+      // this turn's underruns
+      for (const gp of ts.gaps) {
+        const end = gp[1] || now;
+        if (!gp[1]) dry.push(ts.turn);
+        const li = document.createElement('li');
+        li.dataset.turn = ts.turn;
+        li.dataset.class = gp[1] ? (gp[2] ? 'interruption' : 'glitch') : 'dry';
+        li.textContent = 'turn ' + ts.turn + ': ' + (gp[1] ? (gp[2] ? 'interruption ' : 'glitch ') + (gp[1] - gp[0]).toFixed(0) + ' ms' : 'player dry for ' + (now - gp[0]).toFixed(0) + ' ms') +
+          ' at ' + new Date(gp[0]).toISOString().substring(11, 23);
+        gaps.appendChild(li);
+        if (end < t0) continue;
+        g.fillStyle = gp[2] ? 'rgba(248,81,73,0.55)' : 'rgba(248,81,73,0.3)';
+        g.fillRect(x(Math.max(gp[0], t0)), T, Math.max(2, x(end) - x(Math.max(gp[0], t0))), H - T - B);
+      }
+      // the two measures, through the samples (the last is at the latest
+      // snapshot while the turn is open)
+      for (const [k, colour, dash] of [[1, '#58a6ff', []], [2, '#3fb950', [5, 3]]]) {
+        g.strokeStyle = colour; g.lineWidth = 2; g.setLineDash(dash); g.beginPath();
+        let first = true;
+        for (const s of ts.samples) {
+          if (first) { g.moveTo(x(Math.max(s[0], t0)), y(s[k])); first = false; } else g.lineTo(x(s[0]), y(s[k]));
+        }
+        g.stroke();
+      }
+      g.setLineDash([]);
+      const lastSample = ts.samples[ts.samples.length - 1];
+      if (turns.length > 1 && lastSample && lastSample[0] >= t0) {
+        g.fillStyle = '#e6e9ec';
+        g.fillText(ts.turn, Math.min(x(lastSample[0]) + 4, W - R - 30), y(lastSample[1]) - 4);
+      }
+      // token arrivals and stall warnings
+      g.strokeStyle = '#e6e9ec'; g.lineWidth = 1;
+      for (const t of ts.tokens) {
+        if (t < t0) continue;
+        shown++;
+        g.beginPath(); g.moveTo(x(t), lane); g.lineTo(x(t), lane + 10); g.stroke();
+      }
+      g.fillStyle = '#d29922';
+      for (const t of ts.stalls) {
+        if (t < t0) continue;
+        g.beginPath(); g.moveTo(x(t) - 5, T); g.lineTo(x(t) + 5, T); g.lineTo(x(t), T + 8); g.fill();
+      }
     }
-    // underruns
-    let open = 0;
-    for (const gp of c.gaps) {
-      const end = gp[1] || now;
-      if (!gp[1]) open++;
-      const li = document.createElement('li');
-      li.dataset.class = gp[1] ? (gp[2] ? 'interruption' : 'glitch') : 'dry';
-      li.textContent = (gp[1] ? (gp[2] ? 'interruption ' : 'glitch ') + (gp[1] - gp[0]).toFixed(0) + ' ms' : 'player dry for ' + (now - gp[0]).toFixed(0) + ' ms') +
-        ' at ' + new Date(gp[0]).toISOString().substring(11, 23);
-      gaps.appendChild(li);
-      if (end < t0) continue;
-      g.fillStyle = gp[2] ? 'rgba(248,81,73,0.55)' : 'rgba(248,81,73,0.3)';
-      g.fillRect(x(Math.max(gp[0], t0)), T, Math.max(2, x(end) - x(Math.max(gp[0], t0))), H - T - B);
-    }
-    // buffered audio: each sample, then the audio plays down until the next
-    g.strokeStyle = '#58a6ff'; g.lineWidth = 2; g.beginPath();
-    let first = true;
-    for (let i = 0; i < c.samples.length; i++) {
-      const [t, b] = c.samples[i];
-      if (first) { g.moveTo(x(Math.max(t, t0)), y(b)); first = false; } else g.lineTo(x(t), y(b));
-      const next = i + 1 < c.samples.length ? c.samples[i + 1][0] : now;
-      const dry = t + b;
-      if (dry < next) { g.lineTo(x(dry), y(0)); g.lineTo(x(next), y(0)); } else g.lineTo(x(next), y(b - (next - t)));
-    }
-    g.stroke();
-    // token arrivals and stall warnings
-    g.strokeStyle = '#e6e9ec'; g.lineWidth = 1;
-    let shown = 0;
-    for (const t of c.tokens) {
-      if (t < t0) continue;
-      shown++;
-      g.beginPath(); g.moveTo(x(t), lane); g.lineTo(x(t), lane + 10); g.stroke();
-    }
-    g.fillStyle = '#d29922';
-    for (const t of c.stalls) {
-      if (t < t0) continue;
-      g.beginPath(); g.moveTo(x(t) - 5, T); g.lineTo(x(t) + 5, T); g.lineTo(x(t), T + 8); g.fill();
-    }
+    const open = turns.filter((ts) => ts.open).length;
     const sum = $('chart-summary');
-    sum.dataset.tokens = c.tokens.length;
-    sum.dataset.gaps = c.gaps.length;
-    sum.dataset.dry = open;
-    sum.textContent = c.tokens.length + ' token arrivals (' + shown + ' in view), ' + c.gaps.length + ' underruns' + (open ? ', player dry now' : '');
+    sum.dataset.turns = turns.length;
+    sum.dataset.open = open;
+    sum.dataset.tokens = tokens;
+    sum.dataset.gaps = ngaps;
+    sum.dataset.dry = dry.length;
+    sum.textContent = turns.length + (turns.length === 1 ? ' turn' : ' turns') + ' (' + open + ' open), ' +
+      tokens + ' token arrivals (' + shown + ' in view), ' + ngaps + ' underruns' +
+      (dry.length ? ', player dry now in turn ' + dry.join(', ') : '');
   }
 
+  // the events list: the session's history merged with live events by
+  // seq, newest first
+  const events = [], seen = new Set();
   function logEvent(m) {
+    if (m.seq && seen.has(m.seq)) return;
+    if (m.seq) seen.add(m.seq);
+    let i = 0;
+    while (i < events.length && (events[i].seq || 0) > (m.seq || 0)) i++;
+    if (i >= 100) return;
+    events.splice(i, 0, m);
+    const li = eventItem(m);
+    const log = $('log');
+    log.insertBefore(li, log.children[i] || null);
+    while (events.length > 100) { const old = events.pop(); seen.delete(old.seq); log.removeChild(log.lastChild); }
+  }
+
+  function eventItem(m) {
     const li = document.createElement('li');
     li.dataset.kind = m.type;
     li.dataset.session = m.session;
+    li.dataset.seq = m.seq || 0;
     const at = new Date(m.unix_ns / 1e6).toISOString().substring(11, 23);
     let text = at + ' ' + m.session + (m.turn ? '/' + m.turn : '') + ' ' + m.type;
-    if (m.type === 'underrun') text += ' ' + m.class + ' ' + m.duration_ms.toFixed(0) + ' ms (' + m.cause + ', ' + m.position + ')';
-    if (m.type === 'underrun_started') text += ' at ' + m.at_ms.toFixed(0) + ' ms';
+    if (m.type === 'underrun') text += ' ' + m.class + ' ' + m.duration_ms.toFixed(0) + ' ms (' + m.cause + ', ' + m.position + ', token ' + m.token + ' late)';
+    if (m.type === 'underrun_started') text += ' at ' + m.at_ms.toFixed(0) + ' ms, after token ' + m.last_token;
     if (m.type === 'stall_warning') text += ' tolerance ' + (m.tolerance_ms || 0).toFixed(0) + ' ms';
     if (m.type === 'turn') text += ' ' + m.status + ', ' + (m.interruptions || 0) + ' interruptions, ' + (m.glitches || 0) + ' glitches';
     li.textContent = text;
-    const log = $('log');
-    log.insertBefore(li, log.firstChild);
-    while (log.children.length > 100) log.removeChild(log.lastChild);
+    return li;
   }
 
   // draw the state at once from one HTTP snapshot, then go live
@@ -176,7 +209,11 @@
     if (selected) q.set('session', selected);
     fetch('/api/snapshot?' + q.toString(), { cache: 'no-store' })
       .then((r) => r.ok ? r.json() : null)
-      .then((m) => { if (m && !last) { last = m; render(m); } })
+      .then((m) => {
+        if (!m) return;
+        if (m.selected === selected) for (const e of m.events || []) logEvent(e);
+        if (!last) { last = m; render(m); }
+      })
       .catch(() => {})
       .finally(connect);
   }
