@@ -23,8 +23,11 @@ const simLong = `Simulate a deployment in virtual time before buying it: a scena
 file, or the name of a built-in one: see ` + "`underrun scenarios`" + `) names a token
 generator (constant TPOT, lognormal or gamma ITLs, ITLs resampled from a
 trace, or a roofline model of a GPU decoding a model at a batch size, with
-prefill interference, speculative decoding and reasoning tokens), the text,
-the TTS stack and its expectations.
+prefill interference from an arrival rate or a closed loop of N users,
+speculative decoding and reasoning tokens), the text, the TTS stack and its
+expectations. A roofline scenario may define its own GPU and model
+(gpu_profile, model_profile); its report says that the decode timing is a
+model and how far it was from the published measurements it was fitted on.
 
 sim plays the scenario's turns through the same engine analyze uses and
 prints the report, then a Monte Carlo run over many more turns on every core
@@ -39,7 +42,8 @@ largest value (the smallest pre-roll) that keeps speech goodput at or above
 --goodput-target. --find PARAM answers that question over a wide default
 range. PARAM is one of tpot, batch, rate, prompt, ttfa, preroll (tpot for
 constant, lognormal, gamma and empirical generators; batch, rate and prompt
-for roofline ones: rate and prompt are the interfering prefill load).
+for roofline ones: rate and prompt are the interfering prefill load, batch
+is the number of clients of a closed loop).
 
 Exit codes: 0 every expectation held (or, with none, the report passed);
 1 an expectation failed; 2 bad usage or a bad scenario file.`
