@@ -23,8 +23,8 @@ const (
 	// large batches alike.
 	DefaultComputeEfficiency = 0.36
 	// MI300XComputeEfficiency is the mi300x profile's compute efficiency:
-	// its published points (vLLM on ROCm, 2024-2025) compute at a far
-	// smaller share of the data sheet than the NVIDIA ones.
+	// its published points (vLLM on ROCm) compute at a far smaller share
+	// of the data sheet than the NVIDIA ones.
 	MI300XComputeEfficiency = 0.14
 	// DefaultOverhead is the fixed cost of every step (scheduling,
 	// sampling); the fit puts almost all fixed cost in the layers.
