@@ -10,7 +10,8 @@
 //	turns: 50                      # turns through the report
 //	monte_carlo: 2000              # turns in the parallel Monte Carlo run
 //	text: "..."                    # or corpus: [...], corpus_file: answers.txt
-//	                               # (blank-line separated), or tokens: 200
+//	                               # (blank-line separated; builtin:texts/NAME.txt
+//	                               # names one built into underrun), or tokens: 200
 //	generator:
 //	  kind: roofline               # constant | lognormal | gamma | empirical | roofline
 //	  # constant, lognormal, gamma: ttft, tpot (the mean ITL), cv, stalls

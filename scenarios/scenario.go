@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/speech-pipeline/underrun/internal/yamlguard"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/sim"
@@ -235,6 +235,10 @@ func decodeMessage(data []byte, err error) string {
 // Parse reads a scenario from YAML. name labels errors; fsys and dir,
 // when fsys is not nil, resolve the files it names (corpus_file, trace).
 func Parse(data []byte, name string, fsys fs.FS, dir string) (*Scenario, error) {
+	// aliases, nesting and size are bounded before goccy/go-yaml sees them
+	if err := yamlguard.Default.Check(data); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrScenario, name, err)
+	}
 	var f File
 	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField()); err != nil {
 		return nil, fmt.Errorf("%w %s: %s", ErrScenario, name, decodeMessage(data, err))
@@ -334,15 +338,48 @@ func SplitCorpus(s string) []string {
 	return out
 }
 
-func (ld *loader) readFile(name string) ([]byte, error) {
+// BuiltinFile is the prefix of a file name (corpus_file, trace) that
+// names a file built into underrun, wherever the scenario is: the library's
+// own scenarios use it, so that one printed by `underrun scenarios NAME`
+// runs as it is.
+const BuiltinFile = "builtin:"
+
+// MaxFile bounds a file a scenario names (corpus_file, trace).
+const MaxFile = 64 << 20
+
+// openFile opens a file the scenario names: built in, absolute, or
+// relative to the scenario.
+func (ld *loader) openFile(name string) (fs.File, error) {
+	if rest, ok := strings.CutPrefix(name, BuiltinFile); ok {
+		if !fs.ValidPath(rest) {
+			return nil, fmt.Errorf("%s: not a built-in file (want %stexts/NAME.txt)", name, BuiltinFile)
+		}
+		return library.Open(rest)
+	}
+	if path.IsAbs(filepath.ToSlash(name)) {
+		return os.Open(name)
+	}
 	if ld.fsys == nil {
 		return nil, fmt.Errorf("cannot read %s: the scenario was not loaded from a file", name)
 	}
-	p := path.Join(ld.dir, filepath.ToSlash(name))
-	if path.IsAbs(filepath.ToSlash(name)) {
-		return os.ReadFile(name)
+	return ld.fsys.Open(path.Join(ld.dir, filepath.ToSlash(name)))
+}
+
+// readFile reads a file the scenario names, up to MaxFile.
+func (ld *loader) readFile(name string) ([]byte, error) {
+	f, err := ld.openFile(name)
+	if err != nil {
+		return nil, err
 	}
-	return fs.ReadFile(ld.fsys, p)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFile {
+		return nil, fmt.Errorf("%s is larger than %d MiB", name, MaxFile>>20)
+	}
+	return b, nil
 }
 
 func (ld *loader) lengths(field string, l LengthsFile) (sim.Lengths, error) {
@@ -493,11 +530,12 @@ func (ld *loader) onlyFor(g GeneratorFile) error {
 // inter-token latencies.
 func (ld *loader) empirical(name string) (sim.Empirical, error) {
 	var e sim.Empirical
-	data, err := ld.readFile(name)
+	f, err := ld.openFile(name)
 	if err != nil {
 		return e, err
 	}
-	dec, err := trace.Open(bytes.NewReader(data), name, "auto")
+	defer f.Close()
+	dec, err := trace.Open(f, name, "auto") // streamed: the readers bound its memory
 	if err != nil {
 		return e, err
 	}
@@ -587,9 +625,14 @@ func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 
 // Load reads a scenario from a file on disk.
 func Load(file string) (*Scenario, error) {
-	data, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	data, err := yamlguard.Default.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrScenario, file, err)
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {

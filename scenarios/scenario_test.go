@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/speech-pipeline/underrun/internal/memtest"
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
@@ -330,8 +332,17 @@ func FuzzParse(f *testing.F) {
 	for _, src := range rooflineSeeds {
 		f.Add([]byte(src))
 	}
+	for _, file := range hostileFiles(f) {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(data, "fuzz.yaml", nil, "")
+		var s *Scenario
+		var err error
+		if mem := memtest.Allocated(func() { s, err = Parse(data, "fuzz.yaml", nil, "") }); mem > 128<<20 {
+			t.Fatalf("%d bytes of YAML cost %d MB to parse", len(data), mem>>20)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrScenario) {
 				t.Fatalf("error %v is not ErrScenario", err)

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/speech-pipeline/underrun/internal/yamlguard"
 )
 
 // ProfileFormat names the voice profile file format; Version is its
@@ -50,12 +52,13 @@ var ErrProfile = errors.New("invalid voice profile")
 // ReadProfile reads a voice profile in YAML; name labels errors. Unknown
 // fields are errors, so that a misspelled parameter is not ignored.
 func ReadProfile(r io.Reader, name string) (Profile, error) {
-	b, err := io.ReadAll(r)
+	// size, aliases and nesting are bounded before goccy/go-yaml sees them
+	b, err := yamlguard.Default.ReadAll(r)
 	if err != nil {
-		return Profile{}, fmt.Errorf("%s: %w", name, err)
+		return Profile{}, fmt.Errorf("%w %s: %w", ErrProfile, name, err)
 	}
 	var p Profile
-	if err := yaml.UnmarshalWithOptions(b, &p, yaml.Strict()); err != nil {
+	if err := yamlguard.Default.Unmarshal(b, &p, yaml.Strict()); err != nil {
 		return Profile{}, fmt.Errorf("%w %s: %w", ErrProfile, name, err)
 	}
 	switch {

@@ -3,9 +3,13 @@ package tts
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/internal/memtest"
 )
 
 func TestReadProfile(t *testing.T) {
@@ -66,12 +70,56 @@ func TestProfileRoundTrip(t *testing.T) {
 	}
 }
 
+// hostileDir holds the hostile YAML documents shared by every decoder's
+// tests; each file's first line says what its error must say.
+const hostileDir = "../internal/yamlguard/testdata/hostile"
+
+// TestReadProfileHostile: alias bombs, deep nesting (80 KB of it cost
+// gigabytes) and a huge profile are refused with the line, within bounded
+// memory (not parallel: it measures allocation).
+func TestReadProfileHostile(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(hostileDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no hostile documents: %v", err)
+	}
+	docs := map[string]string{"huge": "# want: larger than 262144 bytes\nengine: \"" + strings.Repeat("a", 300<<10) + "\"\n"}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[f] = string(b)
+	}
+	for name, doc := range docs {
+		first, _, _ := strings.Cut(doc, "\n")
+		want := strings.TrimPrefix(first, "# want: ")
+		var err error
+		mem := memtest.Allocated(func() { _, err = ReadProfile(strings.NewReader(doc), name) })
+		if !errors.Is(err, ErrProfile) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrProfile saying %q", name, err, want)
+		}
+		if mem > 64<<20 {
+			t.Errorf("%s: refusing it allocated %d MB", name, mem>>20)
+		}
+	}
+}
+
 func FuzzReadProfile(f *testing.F) {
 	f.Add("format: underrun-voice\nversion: 1\nvoice:\n  wpm: 150\n  word_onset: 0.3\n  comma_pause: 1s\n  sentence_pause: 2s\n")
 	f.Add("voice: [1, 2]\n")
 	f.Add("")
+	files, _ := filepath.Glob(filepath.Join(hostileDir, "*.yaml"))
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(string(b))
+		}
+	}
 	f.Fuzz(func(t *testing.T, in string) {
-		p, err := ReadProfile(strings.NewReader(in), "fuzz")
+		var p Profile
+		var err error
+		if mem := memtest.Allocated(func() { p, err = ReadProfile(strings.NewReader(in), "fuzz") }); mem > 128<<20 {
+			t.Fatalf("%d bytes of YAML cost %d MB", len(in), mem>>20)
+		}
 		if err != nil {
 			return
 		}

@@ -14,7 +14,8 @@ func init() { commands = append(commands, newScenariosCommand) }
 
 const scenariosLong = `List the built-in scenarios, embedded in the binary, with one line each on
 what they show; with a NAME, print that scenario's YAML, a starting point for
-your own file. Run one with ` + "`underrun sim NAME`" + `.`
+your own file that runs as it is, wherever it is saved (its corpus,
+corpus_file: builtin:texts/assistant.txt, is built in). Run one with ` + "`underrun sim NAME`" + `.`
 
 const scenariosExample = `  underrun scenarios
   underrun scenarios prefill-chunked > mine.yaml   # then edit and: underrun sim mine.yaml
