@@ -67,7 +67,7 @@ func TestPrintedScenariosRun(t *testing.T) {
 			}
 			s, err := Load(mine)
 			if err != nil {
-				t.Fatalf("the printed scenario does not load: %v", err)
+				t.Fatalf("the printed scenario does not load: %v (a built-in scenario names its files builtin:texts/NAME.txt)", err)
 			}
 			b, err := Builtin(name)
 			if err != nil {
