@@ -1,6 +1,7 @@
 package tts
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"time"
@@ -42,9 +43,12 @@ type liveKitChunker struct {
 	tail int
 }
 
-// liveKitQuiet is how many characters after the last sentence mark a
-// splitter may look at: past it, more text cannot change its answer.
-const liveKitQuiet = 16
+// liveKitQuiet is how many characters other than white space after the
+// last sentence mark a splitter may look at: past it, more text cannot
+// change its answer (basic's longest look-ahead is an acronym's space and
+// "However" with the white space after it; blingfireSplit looks at the
+// next word and the first character after it).
+const liveKitQuiet = 10
 
 func newLiveKitChunker(split func(string, int, []sentenceSpan) []sentenceSpan) *liveKitChunker {
 	return &liveKitChunker{split: split, minLen: DefaultLiveKitMinSentence, tail: -1}
@@ -65,11 +69,19 @@ func (c *liveKitChunker) Append(_ time.Duration, text string) int {
 		return c.released
 	}
 	for {
-		c.spans = c.split(string(c.buf), c.minLen, c.spans[:0])
+		w := windowStart(c.buf)
+		c.spans = c.split(string(c.buf[w:]), c.minLen, c.spans[:0])
 		if len(c.spans) <= 1 {
 			break
 		}
 		first := c.spans[0]
+		if w > 0 {
+			// the first sentence began before the window: its length is
+			// that of all the text up to its end
+			end := w + first.end
+			c.spans = c.split(string(c.buf[:end]), c.minLen, c.spans[:0])
+			first = sentenceSpan{chars: c.spans[0].chars, end: end}
+		}
 		if c.outChars > 0 {
 			c.outChars++
 		}
@@ -81,17 +93,24 @@ func (c *liveKitChunker) Append(_ time.Duration, text string) int {
 		c.buf = c.buf[:copy(c.buf, c.buf[first.end:])]
 	}
 	c.tail = -1
-	for i, r := range string(c.buf) {
-		if isLiveKitMark(r) {
-			c.tail = 0
-			for _, r := range string(c.buf[i+utf8.RuneLen(r):]) {
-				if !isPySpace(r) {
-					c.tail++
-				}
-			}
-		}
+	if last := bytes.LastIndexFunc(c.buf, isLiveKitMark); last >= 0 {
+		_, size := utf8.DecodeRune(c.buf[last:])
+		c.tail = utf8.RuneCount(c.buf[last+size:]) - countSpaces(c.buf[last+size:])
 	}
 	return c.released
+}
+
+// countSpaces counts the characters of b that are white space.
+func countSpaces(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if isPySpace(r) {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
 }
 
 // isLiveKitMark reports whether r may end a sentence for either splitter.
@@ -129,31 +148,51 @@ func runeToByte(s string, n int) int {
 // Python's \s, for the patterns of _basic_sent.py.
 const pySpace = `[\t\n\v\f\r \x{1c}-\x{1f}\x{85}\p{Z}]`
 
+// basicRule is one substitution of LiveKit's split_sentences; it can
+// match only where one of hints occurs (nil: anywhere), which saves
+// running it on most texts.
+type basicRule struct {
+	re    *regexp.Regexp
+	repl  string
+	hints []string
+}
+
+func (r basicRule) apply(s string) string {
+	if r.hints != nil && !containsAny(s, r.hints) {
+		return s
+	}
+	return r.re.ReplaceAllString(s, r.repl)
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // The rules of LiveKit's split_sentences (_basic_sent.py), in its order.
-var basicRules = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	{regexp.MustCompile(`(Mr|St|Mrs|Ms|Dr)[.]`), "${1}<prd>"},
-	{regexp.MustCompile(`[.](com|net|org|io|gov|edu|me)`), "<prd>${1}"},
-	{regexp.MustCompile(`([0-9])[.]([0-9])`), "${1}<prd>${2}"},
+var basicRules = []basicRule{
+	{regexp.MustCompile(`(Mr|St|Mrs|Ms|Dr)[.]`), "${1}<prd>", []string{"Mr.", "St.", "Mrs.", "Ms.", "Dr."}},
+	{regexp.MustCompile(`[.](com|net|org|io|gov|edu|me)`), "<prd>${1}", []string{".com", ".net", ".org", ".io", ".gov", ".edu", ".me"}},
+	{regexp.MustCompile(`([0-9])[.]([0-9])`), "${1}<prd>${2}", []string{"."}},
 }
 
 var (
 	basicMultiDots  = regexp.MustCompile(`\.{2,}`)
 	basicSpaceAlpha = regexp.MustCompile(pySpace + `([A-Za-z])[.] `)
 	basicStarters   = `(Mr|Mrs|Ms|Dr|Prof|Capt|Cpt|Lt|He` + pySpace + `|She` + pySpace + `|It` + pySpace + `|They` + pySpace + `|Their` + pySpace + `|Our` + pySpace + `|We` + pySpace + `|But` + pySpace + `|However` + pySpace + `|That` + pySpace + `|This` + pySpace + `|Wherever)`
-	basicLate       = []struct {
-		re   *regexp.Regexp
-		repl string
-	}{
-		{regexp.MustCompile(`([A-Z][.][A-Z][.](?:[A-Z][.])?) ` + basicStarters), "${1}<stop> ${2}"},
-		{regexp.MustCompile(`([A-Za-z])[.]([A-Za-z])[.]([A-Za-z])[.]`), "${1}<prd>${2}<prd>${3}<prd>"},
-		{regexp.MustCompile(`([A-Za-z])[.]([A-Za-z])[.]`), "${1}<prd>${2}<prd>"},
-		{regexp.MustCompile(` (Inc|Ltd|Jr|Sr|Co)[.] ` + basicStarters), " ${1}<stop> ${2}"},
-		{regexp.MustCompile(` (Inc|Ltd|Jr|Sr|Co)[.]`), " ${1}<prd>"},
-		{regexp.MustCompile(` ([A-Za-z])[.]`), " ${1}<prd>"},
-		{regexp.MustCompile(`([.!?。！？])(["”])`), "${1}${2}<stop>"},
+	suffixHints     = []string{" Inc.", " Ltd.", " Jr.", " Sr.", " Co."}
+	basicLate       = []basicRule{
+		{regexp.MustCompile(`([A-Z][.][A-Z][.](?:[A-Z][.])?) ` + basicStarters), "${1}<stop> ${2}", []string{". "}},
+		{regexp.MustCompile(`([A-Za-z])[.]([A-Za-z])[.]([A-Za-z])[.]`), "${1}<prd>${2}<prd>${3}<prd>", []string{"."}},
+		{regexp.MustCompile(`([A-Za-z])[.]([A-Za-z])[.]`), "${1}<prd>${2}<prd>", []string{"."}},
+		{regexp.MustCompile(` (Inc|Ltd|Jr|Sr|Co)[.] ` + basicStarters), " ${1}<stop> ${2}", suffixHints},
+		{regexp.MustCompile(` (Inc|Ltd|Jr|Sr|Co)[.]`), " ${1}<prd>", suffixHints},
+		{regexp.MustCompile(` ([A-Za-z])[.]`), " ${1}<prd>", []string{"."}},
+		{regexp.MustCompile(`([.!?。！？])(["”])`), "${1}${2}<stop>", []string{`"`, "”"}},
 	}
 )
 
@@ -163,15 +202,19 @@ var (
 func basicSplit(text string, minLen int, spans []sentenceSpan) []sentenceSpan {
 	s := strings.ReplaceAll(text, "\n", " ")
 	for _, r := range basicRules {
-		s = r.re.ReplaceAllString(s, r.repl)
+		s = r.apply(s)
 	}
-	s = basicMultiDots.ReplaceAllStringFunc(s, func(m string) string { return strings.Repeat("<prd>", len(m)) })
+	if strings.Contains(s, "..") {
+		s = basicMultiDots.ReplaceAllStringFunc(s, func(m string) string { return strings.Repeat("<prd>", len(m)) })
+	}
 	if strings.Contains(s, "Ph.D") {
 		s = strings.ReplaceAll(s, "Ph.D.", "Ph<prd>D<prd>")
 	}
-	s = basicSpaceAlpha.ReplaceAllString(s, " ${1}<prd> ")
+	if strings.Contains(s, ". ") {
+		s = basicSpaceAlpha.ReplaceAllString(s, " ${1}<prd> ")
+	}
 	for _, r := range basicLate {
-		s = r.re.ReplaceAllString(s, r.repl)
+		s = r.apply(s)
 	}
 	// ([.!?。！？])(?!["”]) -> \1<stop>: Go's regexp has no lookahead
 	var b strings.Builder

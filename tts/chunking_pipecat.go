@@ -61,15 +61,18 @@ func trimPySpace(s []byte) []byte {
 // first sentence of text by Punkt, or 0. A text that Punkt keeps whole
 // counts when it ends in sentence punctuation; with lookahead (current
 // Pipecat), otherwise at its first unambiguous non-Latin sentence mark.
+//
+// Punkt runs on the last splitWindow bytes of text only (see windowStart).
 func matchEndOfSentence(text []byte, lookahead bool) int {
 	text = trimPySpace(text)
 	if len(text) == 0 {
 		return 0
 	}
-	first, count := englishPunkt().split(string(text))
+	w := windowStart(text)
+	first, count := englishPunkt().split(string(text[w:]))
 	switch {
 	case count > 1:
-		return first
+		return w + first
 	case count == 1:
 		if r, size := utf8.DecodeLastRune(text); isPipecatSentenceEnd(r) && size > 0 {
 			return len(text)
@@ -85,6 +88,46 @@ func matchEndOfSentence(text []byte, lookahead bool) int {
 	return 0
 }
 
+// splitWindow bounds the text a sentence splitter is run on, so that a
+// turn that goes on for long without a sentence end costs time in
+// proportion to its length, not to its square (the frameworks split all
+// they hold, again and again). Text held that long without a sentence end
+// has no sentence end to find before its last few words: each earlier
+// candidate was decided, as not one, with the words after it complete.
+// The window starts at a word, so it is exact unless a single word runs
+// across its start.
+const splitWindow = 512
+
+// windowStart returns where in text the splitter's window starts: 0 for
+// text within splitWindow, else the start of the first word that begins
+// in the last splitWindow bytes.
+func windowStart(text []byte) int {
+	if len(text) <= splitWindow {
+		return 0
+	}
+	from := len(text) - splitWindow
+	i := from
+	for i < len(text) {
+		r, size := utf8.DecodeRune(text[i:])
+		if isPySpace(r) {
+			break
+		}
+		i += size
+	}
+	for i < len(text) {
+		r, size := utf8.DecodeRune(text[i:])
+		if !isPySpace(r) {
+			return i
+		}
+		i += size
+	}
+	// one word fills the window: start it at a character boundary
+	for from < len(text) && !utf8.RuneStart(text[from]) {
+		from++
+	}
+	return from
+}
+
 // pipecatChunker is Pipecat's SimpleTextAggregator from v0.0.97 on, in
 // SENTENCE mode: text is taken a character at a time; after sentence
 // punctuation it waits for the next character that is not white space and
@@ -98,8 +141,9 @@ type pipecatChunker struct {
 }
 
 func (c *pipecatChunker) Append(_ time.Duration, text string) int {
-	for _, r := range text {
-		c.buf = utf8.AppendRune(c.buf, r)
+	for i, r := range text {
+		_, size := utf8.DecodeRuneInString(text[i:])
+		c.buf = append(c.buf, text[i:i+size]...) // the bytes as they came, even if not UTF-8
 		if c.lookahead {
 			if !isPySpace(r) {
 				c.lookahead = false

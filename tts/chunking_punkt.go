@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/neurosnap/sentences"
 	"github.com/neurosnap/sentences/data"
@@ -62,9 +63,10 @@ func (p *punkt) spans(text string, f func(start, end int)) {
 		var b strings.Builder
 		b.Grow(len(text) + 8)
 		for i, r := range text {
+			_, size := utf8.DecodeRuneInString(text[i:])
 			switch r {
 			case '。', '！', '？', '；', '：', '，':
-				b.WriteRune('一')
+				b.WriteRune('一') // the same three bytes wide
 				continue
 			case '*':
 				if i > 0 && strings.ContainsRune(".?!", rune(text[i-1])) {
@@ -72,7 +74,7 @@ func (p *punkt) spans(text string, f func(start, end int)) {
 					b.WriteByte(' ')
 				}
 			}
-			b.WriteRune(r)
+			b.WriteString(text[i : i+size]) // invalid UTF-8 kept as it is
 		}
 		seen = b.String()
 	}
