@@ -3,6 +3,7 @@ module github.com/speech-pipeline/underrun
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/goccy/go-yaml v1.19.2
 	github.com/gopxl/beep/v2 v2.1.1
 	github.com/gorilla/websocket v1.5.3

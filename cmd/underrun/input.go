@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,15 +16,35 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
-// input is one file (or standard input) a command reads turns from, with
-// a progress bar on stderr when stderr is a terminal.
+// DefaultProgressAfter is how long reading an input takes before its
+// progress bar shows: quick inputs never draw one.
+const DefaultProgressAfter = time.Second
+
+// DefaultProgressEvery is how often a progress bar is redrawn.
+const DefaultProgressEvery = 100 * time.Millisecond
+
+// input is one file (or standard input) a command reads turns from. When
+// stderr is a terminal and the reading takes longer than
+// env.progressAfter, a progress bar on stderr shows the bytes read (of the
+// file's size, when known) and the turns done so far; on a pipe or a file
+// it never shows, and it never touches stdout.
 type input struct {
 	r     io.Reader
 	label string
 	file  *os.File
-	bar   *progressbar.ProgressBar
 	size  int64
 	dec   trace.Decoder
+
+	// the progress bar: drawn only when tty, from after on
+	tty          bool
+	after        time.Time
+	every        time.Duration
+	drawn        time.Time
+	max, bytes   int64
+	turns        int
+	shownTurns   int
+	bar          *progressbar.ProgressBar
+	progressDest io.Writer
 }
 
 // openInput opens name ("-" for standard input).
@@ -39,22 +60,16 @@ func openInput(e *env, name string) (*input, error) {
 			in.size = st.Size()
 		}
 	}
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		max := in.size
-		if max == 0 {
-			max = -1 // a spinner: the size is unknown
+	if f, ok := e.stderr.(*os.File); ok && !e.noProgress && term.IsTerminal(int(f.Fd())) {
+		in.tty, in.after, in.every, in.progressDest = true, time.Now().Add(e.progressAfter), e.progressEvery, f
+		in.max = in.size
+		if in.max == 0 {
+			in.max = -1 // a spinner: the size is unknown
 		}
-		in.bar = progressbar.NewOptions64(max,
-			progressbar.OptionSetWriter(e.stderr),
-			progressbar.OptionSetDescription(filepath.Base(in.label)),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
 		if in.file != nil {
-			in.r = &countingFile{File: in.file, bar: in.bar}
+			in.r = &countingFile{File: in.file, in: in}
 		} else {
-			in.r = io.TeeReader(in.r, in.bar)
+			in.r = &countingReader{r: in.r, in: in}
 		}
 	}
 	return in, nil
@@ -66,11 +81,52 @@ func (in *input) decoder(format string) (trace.Decoder, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if _, ok := dec.(*trace.ColumnarReader); ok && in.bar != nil && in.size > 0 {
-		in.bar.ChangeMax64(2 * in.size) // an index pass, then the reading pass
+	if _, ok := dec.(*trace.ColumnarReader); ok && in.tty && in.size > 0 {
+		in.max = 2 * in.size // an index pass, then the reading pass
+		if in.bar != nil {
+			in.bar.ChangeMax64(in.max)
+		}
 	}
 	in.dec = dec
 	return dec, nil
+}
+
+// progress counts n bytes read and redraws the bar when it is due.
+func (in *input) progress(n int) {
+	in.bytes += int64(n)
+	in.tick()
+}
+
+// tick draws the bar, at most every in.every, once the reading has
+// taken long enough.
+func (in *input) tick() {
+	if !in.tty {
+		return
+	}
+	now := time.Now()
+	if now.Before(in.after) || now.Sub(in.drawn) < in.every {
+		return
+	}
+	in.drawn = now
+	if in.bar == nil {
+		in.bar = progressbar.NewOptions64(in.max,
+			progressbar.OptionSetWriter(in.progressDest),
+			progressbar.OptionSetDescription(in.description()),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish(),
+		)
+		in.shownTurns = in.turns
+	}
+	if in.turns != in.shownTurns {
+		in.shownTurns = in.turns
+		in.bar.Describe(in.description())
+	}
+	in.bar.Set64(in.bytes)
+}
+
+func (in *input) description() string {
+	return fmt.Sprintf("%s: %s", filepath.Base(in.label), plural(in.turns, "turn"))
 }
 
 // Close ends the progress bar and closes the file and the decoder.
@@ -87,21 +143,33 @@ func (in *input) Close() {
 }
 
 // countingFile counts the bytes read from a file, sequentially or at
-// offsets, on a progress bar.
+// offsets, for the progress bar.
 type countingFile struct {
 	*os.File
-	bar *progressbar.ProgressBar
+	in *input
 }
 
 func (f *countingFile) Read(p []byte) (int, error) {
 	n, err := f.File.Read(p)
-	f.bar.Add64(int64(n))
+	f.in.progress(n)
 	return n, err
 }
 
 func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
 	n, err := f.File.ReadAt(p, off)
-	f.bar.Add64(int64(n))
+	f.in.progress(n)
+	return n, err
+}
+
+// countingReader counts the bytes read from standard input.
+type countingReader struct {
+	r  io.Reader
+	in *input
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.in.progress(n)
 	return n, err
 }
 
@@ -123,5 +191,7 @@ func (in *input) each(ctx context.Context, dec trace.Decoder, fn func(*pipeline.
 		if err := fn(t); err != nil {
 			return err
 		}
+		in.turns++
+		in.tick()
 	}
 }

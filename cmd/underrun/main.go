@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // Exit codes: CI pipelines gate on them.
@@ -43,7 +44,14 @@ func main() {
 
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCommand(&env{stdin: stdin, stdout: stdout, stderr: stderr})
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr,
+		progressAfter: DefaultProgressAfter, progressEvery: DefaultProgressEvery}, args)
+}
+
+// runEnv executes the command line in e and returns the exit code.
+func runEnv(ctx context.Context, e *env, args []string) int {
+	stdin, stdout, stderr := e.stdin, e.stdout, e.stderr
+	root := newRootCommand(e)
 	if args == nil {
 		args = []string{} // cobra would read os.Args for nil
 	}
@@ -67,4 +75,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// progressAfter is how long reading an input takes before its
+	// progress bar shows (on a terminal stderr), progressEvery how often
+	// it is redrawn; noProgress turns the bars off (the event log goes to
+	// stderr)
+	progressAfter, progressEvery time.Duration
+	noProgress                   bool
 }

@@ -111,6 +111,7 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	case "":
 	case "-":
 		s.log = zerolog.New(e.stderr)
+		e.noProgress = true // a bar would break the event lines
 	default:
 		if f.live {
 			file, err := openRecording("--events", f.events, *f.replace)
