@@ -30,6 +30,9 @@ type Config struct {
 	Policy tts.Policy
 	// Synth models the synthesizer.
 	Synth tts.Synth
+	// Stack names the tts.Stack the policy and synthesizer came from, if
+	// any, for reports; it changes nothing in the engine.
+	Stack string
 	// Preroll delays the player's start until this much audio is ready
 	// (or the whole turn's speech, if shorter); zero starts at the first
 	// audio.

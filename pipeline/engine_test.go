@@ -142,12 +142,12 @@ func TestEngineTextTurnWithText(t *testing.T) {
 
 func TestEngineSynthesizer(t *testing.T) {
 	t.Parallel()
-	// Two tokens of 100 ms audio arriving together; TTFA 50 ms, RTF 2: the
-	// second chunk waits for the first: start 0, done 50+200=250; second
+	// Two tokens of 100 ms audio arriving together; a request per chunk,
+	// TTFA 50 ms, RTF 2: the second chunk waits for the first: start 0, done 50+200=250; second
 	// starts 250, first audio at 300. Player: first chunk frames at
 	// 50+k*40 (frame 20 ms, RTF 2): plays 50-70, gap 70-90, 90-110, ...
 	cfg := fixedConfig(t, 100*ms)
-	cfg.Synth = tts.Synth{TTFA: 50 * ms, RTF: 2, Frame: 20 * ms}
+	cfg.Synth = tts.Synth{Mode: tts.ModeRequest, TTFA: 50 * ms, RTF: 2, Frame: 20 * ms}
 	p := play(t, cfg, textless("s", 0, 0))
 	var intra, between int
 	for _, u := range p.Underruns {
@@ -415,7 +415,7 @@ func TestEngineCauses(t *testing.T) {
 			want: CausePace,
 		},
 		{
-			name: "synthesizer", policy: "token", synth: tts.Synth{TTFA: 300 * ms},
+			name: "synthesizer", policy: "token", synth: tts.Synth{Mode: tts.ModeRequest, TTFA: 300 * ms},
 			turn: textless("y", 0, 0, 0),
 			want: CauseSynthesizer,
 		},

@@ -122,15 +122,19 @@ type Report struct {
 
 // ConfigReport records the engine settings a report was made with.
 type ConfigReport struct {
-	Chunking       string  `json:"chunking"`
-	WPM            float64 `json:"wpm"`
-	TokenAudioMs   float64 `json:"token_audio_ms"`
-	TTSMode        string  `json:"tts_mode"`
-	TTSLatencyMs   float64 `json:"tts_latency_ms"`
-	ContinuationMs float64 `json:"tts_continuation_ms"`
-	RTF            float64 `json:"rtf"`
-	PrerollMs      float64 `json:"preroll_ms"`
-	InterruptionMs float64 `json:"interruption_ms"`
+	// Stack is the named stack the speech settings came from, if any;
+	// StackOverridden the figures of it that flags or keys replaced.
+	Stack           string   `json:"stack,omitempty"`
+	StackOverridden []string `json:"stack_overridden,omitempty"`
+	Chunking        string   `json:"chunking"`
+	WPM             float64  `json:"wpm"`
+	TokenAudioMs    float64  `json:"token_audio_ms"`
+	TTSMode         string   `json:"tts_mode"`
+	TTSLatencyMs    float64  `json:"tts_latency_ms"`
+	ContinuationMs  float64  `json:"tts_continuation_ms"`
+	RTF             float64  `json:"rtf"`
+	PrerollMs       float64  `json:"preroll_ms"`
+	InterruptionMs  float64  `json:"interruption_ms"`
 }
 
 // UnderrunReport is an underrun as reports and event logs show it.
@@ -176,10 +180,14 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 		name = cfg.Policy.Name()
 	}
 	r.Config = &ConfigReport{
+		Stack:          cfg.Stack,
 		ContinuationMs: Millis(cfg.Synth.Continuation),
 		Chunking:       name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
 		TTSMode: string(cfg.Synth.Timing()), TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
 		PrerollMs: Millis(cfg.Preroll), InterruptionMs: Millis(cfg.Interruption),
+	}
+	if st, err := tts.LookupStack(cfg.Stack); err == nil && cfg.Stack != "" {
+		r.Config.StackOverridden = st.Overridden(name, cfg.Synth)
 	}
 	return r
 }
@@ -390,6 +398,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "underrun report: %s (%d ok, %d failed, %d without speech)\n", plural(r.Turns, "turn"), r.TurnsOK, r.TurnsFailed, r.TurnsSilent)
 	if c := r.Config; c != nil {
+		if c.Stack != "" {
+			fmt.Fprintf(&b, "stack: %s", c.Stack)
+			if st, err := tts.LookupStack(c.Stack); err == nil {
+				fmt.Fprintf(&b, ": %s (sources: `underrun stacks %s`)", st.Summary, st.Name)
+			}
+			if len(c.StackOverridden) > 0 {
+				fmt.Fprintf(&b, "; overridden: %s", strings.Join(c.StackOverridden, ", "))
+			}
+			b.WriteString("\n")
+		}
 		synth := fmt.Sprintf("TTS %s, first audio %s", c.TTSMode, fmtMs(c.TTSLatencyMs))
 		if c.TTSMode == string(tts.ModeStream) {
 			synth += ", continuation " + fmtMs(c.ContinuationMs)

@@ -36,10 +36,13 @@
 //	  speculative: {draft_tokens: 4, acceptance: 0.7, draft_cost: 0.05}
 //	  reasoning: {mean: 600, cv: 0.4}
 //	tts:
-//	  chunking: word               # token word sentence livekit elevenlabs timer:D
-//	  ttfa: 150ms
+//	  stack: pipecat-cartesia      # a named stack (underrun stacks); the keys below replace its figures
+//	  chunking: word               # any tts.ParsePolicy name: token word sentence pipecat livekit ...
+//	  mode: stream                 # stream request parallel
+//	  ttfa: 150ms                  # first audio (in stream mode of the turn's first chunk)
+//	  continuation: 50ms           # stream mode: first audio of every later chunk
 //	  rtf: 0.1
-//	  wpm: 160
+//	  wpm: 184
 //	  preroll: 0s
 //	  interruption: 150ms
 //	expect:                        # metric: number (equal) or "OP number"

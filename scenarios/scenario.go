@@ -120,9 +120,11 @@ type SpeculativeFile struct {
 	Cost       float64 `yaml:"draft_cost"`
 }
 
-// TTSFile is the speech side: chunking policy, synthesizer, voice and
-// player.
+// TTSFile is the speech side: a named stack (tts.Stacks), chunking
+// policy, synthesizer, voice and player. The keys given replace the stack's
+// figures.
 type TTSFile struct {
+	Stack        string         `yaml:"stack"`
 	Chunking     string         `yaml:"chunking"`
 	Mode         string         `yaml:"mode"`
 	TTFA         *time.Duration `yaml:"ttfa"`
@@ -563,6 +565,16 @@ func (ld *loader) empirical(name string) (sim.Empirical, error) {
 
 func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 	cfg := pipeline.DefaultConfig()
+	if t.Stack != "" {
+		st, err := tts.LookupStack(t.Stack)
+		if err != nil {
+			return cfg, ld.fieldError("tts.stack", err)
+		}
+		if cfg.Policy, err = st.Policy(); err != nil {
+			return cfg, ld.fieldError("tts.stack", err)
+		}
+		cfg.Synth, cfg.Stack = st.Synth, st.Name
+	}
 	if t.Chunking != "" {
 		p, err := tts.ParsePolicy(t.Chunking)
 		if err != nil {
@@ -588,6 +600,11 @@ func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 			return cfg, ld.fieldErrorf("tts.continuation", "want a continuation latency >= 0, got %v", *t.Continuation)
 		}
 		cfg.Synth.Continuation = *t.Continuation
+	}
+	if t.TTFA != nil && t.Continuation == nil {
+		// a continuation is never slower than the first audio unless the
+		// file says so
+		cfg.Synth.Continuation = min(cfg.Synth.Continuation, cfg.Synth.TTFA)
 	}
 	if t.RTF != nil {
 		if !(*t.RTF >= 0) || math.IsInf(*t.RTF, 0) {

@@ -57,7 +57,7 @@ const (
 	// ready_c = s_c + L, done_c = ready_c + a_c x RTF.
 	ModeParallel Mode = "parallel"
 	// DefaultMode is the mode of a Synth whose Mode is empty.
-	DefaultMode = ModeRequest
+	DefaultMode = ModeStream
 )
 
 // ModeNames lists the modes for help texts.

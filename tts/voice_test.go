@@ -9,9 +9,9 @@ import (
 func TestVoiceDuration(t *testing.T) {
 	t.Parallel()
 	v := DefaultVoice()
-	word := v.WordTime() // 375 ms at 160 wpm
-	if word != 375*time.Millisecond {
-		t.Fatalf("word time %v, want 375ms", word)
+	word := v.WordTime() // 60 s / 184 at 184 wpm
+	if want := time.Minute / 184; word != want {
+		t.Fatalf("word time %v, want %v", word, want)
 	}
 	onset := time.Duration(float64(word) * v.WordOnset)
 	letter := time.Duration(float64(word) * (1 - v.WordOnset) / averageWordLetters)
@@ -66,7 +66,7 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 func TestTokenTime(t *testing.T) {
 	t.Parallel()
 	v := DefaultVoice()
-	word := 375 * time.Millisecond
+	word := time.Minute / 184
 	if got, want := v.TokenTime(), time.Duration(float64(word)/TokensPerWord); got != want {
 		t.Errorf("token time %v, want %v", got, want)
 	}

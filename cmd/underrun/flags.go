@@ -25,6 +25,7 @@ type engineFlags struct {
 	interruption time.Duration
 	stallFactor  float64
 	voice        string
+	stack        string
 	fs           *pflag.FlagSet
 }
 
@@ -32,12 +33,13 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	d := pipeline.DefaultConfig()
 	f.fs = fs
 	fs.StringVar(&f.voice, "voice", "", "voice profile `FILE` from `underrun voice calibrate`: its rate and pauses, and its synthesizer latency unless --tts-latency or --rtf are given")
+	fs.StringVar(&f.stack, "stack", "", "a named framework + TTS stack (`underrun stacks`): its chunking, timing mode and latencies, each flag given still winning: "+tts.StackNames())
 	fs.StringVar(&f.chunking, "chunking", pipeline.DefaultPolicy, "chunking policy: "+tts.PolicyNames)
 	fs.Float64Var(&f.wpm, "wpm", d.Voice.WPM, "speaking rate in words per minute (pauses at punctuation come on top)")
 	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "speak every token, text or not, for exactly this long (default: text by the voice model, text-less tokens at one word's time / 1.33)")
 	fs.DurationVar(&f.ttsLatency, "tts-latency", d.Synth.TTFA, "synthesizer time to first audio: of a turn's first chunk (stream mode), of every chunk (request, parallel)")
 	fs.StringVar(&f.ttsMode, "tts-mode", string(d.Synth.Timing()), "synthesizer timing: "+tts.ModeNames)
-	fs.DurationVar(&f.continuation, "tts-continuation", d.Synth.Continuation, "stream mode: time to first audio of every chunk after a turn's first (the text goes into the open context)")
+	fs.DurationVar(&f.continuation, "tts-continuation", d.Synth.Continuation, "stream mode: time to first audio of every chunk after a turn's first (the text goes into the open context); when not given, no more than --tts-latency")
 	fs.Float64Var(&f.rtf, "rtf", d.Synth.RTF, "synthesizer real-time factor (0 instant, >1 slower than real time)")
 	fs.DurationVar(&f.preroll, "preroll", 0, "audio the player buffers before it starts (0: start at first audio)")
 	fs.DurationVar(&f.interruption, "interruption", pipeline.DefaultInterruption, "shortest underrun counted as an interruption")
@@ -47,22 +49,44 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 // config builds the engine configuration, or a usage error naming the flag.
 func (f *engineFlags) config() (pipeline.Config, error) {
 	cfg := pipeline.DefaultConfig()
-	p, err := tts.ParsePolicy(f.chunking)
-	if err != nil {
-		return cfg, usagef("--chunking: %w", err)
+	if f.stack != "" {
+		st, err := tts.LookupStack(f.stack)
+		if err != nil {
+			return cfg, usagef("--stack: %w", err)
+		}
+		if cfg.Policy, err = st.Policy(); err != nil {
+			return cfg, usagef("--stack: %w", err)
+		}
+		cfg.Synth, cfg.Stack = st.Synth, st.Name
 	}
-	cfg.Policy = p
+	// with a stack, only the speech flags given replace its figures
+	given := func(name string) bool { return f.stack == "" || f.changed(name) }
+	if given("chunking") {
+		p, err := tts.ParsePolicy(f.chunking)
+		if err != nil {
+			return cfg, usagef("--chunking: %w", err)
+		}
+		cfg.Policy = p
+	}
 	cfg.Voice.WPM = f.wpm
 	cfg.Voice.TokenAudio = f.tokenAudio
 	cfg.TokenAudio = f.tokenAudio
-	cfg.Synth.TTFA = f.ttsLatency
-	cfg.Synth.Continuation = f.continuation
-	mode, err := tts.ParseMode(f.ttsMode)
-	if err != nil {
-		return cfg, usagef("--tts-mode: %w", err)
+	if given("tts-latency") {
+		cfg.Synth.TTFA = f.ttsLatency
 	}
-	cfg.Synth.Mode = mode
-	cfg.Synth.RTF = f.rtf
+	if given("tts-continuation") {
+		cfg.Synth.Continuation = f.continuation
+	}
+	if given("tts-mode") {
+		mode, err := tts.ParseMode(f.ttsMode)
+		if err != nil {
+			return cfg, usagef("--tts-mode: %w", err)
+		}
+		cfg.Synth.Mode = mode
+	}
+	if given("rtf") {
+		cfg.Synth.RTF = f.rtf
+	}
 	cfg.Preroll = f.preroll
 	cfg.Interruption = f.interruption
 	cfg.StallFactor = f.stallFactor
@@ -70,6 +94,9 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 		if err := f.applyVoice(&cfg); err != nil {
 			return cfg, err
 		}
+	}
+	if !f.changed("tts-continuation") {
+		cfg.Synth.Continuation = min(cfg.Synth.Continuation, cfg.Synth.TTFA)
 	}
 	switch {
 	case f.tokenAudio < 0:
@@ -85,8 +112,12 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 	return cfg, nil
 }
 
+// changed reports whether the flag was given on the command line.
+func (f *engineFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+
 // applyVoice loads the --voice profile into cfg; flags given on the
-// command line still win.
+// command line still win, and so does --stack over the profile's
+// synthesizer.
 func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
 	file, err := os.Open(f.voice)
 	if err != nil {
@@ -97,7 +128,7 @@ func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
 	if err != nil {
 		return usagef("--voice: %w", err)
 	}
-	changed := func(name string) bool { return f.fs != nil && f.fs.Changed(name) }
+	changed := f.changed
 	wpm, tokenAudio := cfg.Voice.WPM, cfg.Voice.TokenAudio
 	cfg.Voice = prof.Voice
 	if changed("wpm") {
@@ -106,7 +137,7 @@ func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
 	if changed("token-audio") {
 		cfg.Voice.TokenAudio = tokenAudio
 	}
-	if prof.Synth != nil {
+	if prof.Synth != nil && f.stack == "" {
 		if !changed("tts-latency") {
 			cfg.Synth.TTFA = prof.Synth.TTFA
 		}

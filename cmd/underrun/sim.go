@@ -132,6 +132,8 @@ func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario,
 	}{
 		// a voice profile first, so that explicit flags below win over it
 		{"voice", func() { cfg.Voice, cfg.Synth = flagCfg.Voice, flagCfg.Synth }},
+		// then a stack, so that the speech flags given win over it
+		{"stack", func() { cfg.Policy, cfg.Synth, cfg.Stack = flagCfg.Policy, flagCfg.Synth, flagCfg.Stack }},
 		{"chunking", func() { cfg.Policy = flagCfg.Policy }},
 		{"wpm", func() { cfg.Voice.WPM = flagCfg.Voice.WPM }},
 		{"token-audio", func() { cfg.Voice.TokenAudio = flagCfg.Voice.TokenAudio }},
@@ -146,6 +148,9 @@ func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario,
 		if fs.Changed(o.flag) {
 			o.apply()
 		}
+	}
+	if fs.Changed("tts-latency") && !fs.Changed("tts-continuation") {
+		cfg.Synth.Continuation = min(cfg.Synth.Continuation, cfg.Synth.TTFA)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{err}

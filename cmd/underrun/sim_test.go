@@ -201,7 +201,7 @@ func TestSimSweepAndFind(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"sweep tpot=100ms:250ms:50ms: 4 values", "150ms", "largest tpot with speech goodput >= 0.99: 192.", "smallest preroll"} {
+	for _, want := range []string{"sweep tpot=100ms:250ms:50ms: 4 values", "150ms", "largest tpot with speech goodput >= 0.99: 202.1", "smallest preroll"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

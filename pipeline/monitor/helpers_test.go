@@ -17,13 +17,14 @@ import (
 )
 
 // tokenConfig speaks every token for audio, released at once, with the
-// given synthesizer latency and RTF 0: the buffer is easy to reason about.
+// given synthesizer latency for every token (a request each) and RTF 0:
+// the buffer is easy to reason about.
 func tokenConfig(audio, ttfa time.Duration) pipeline.Config {
 	cfg := pipeline.DefaultConfig()
 	cfg.Policy, _ = tts.ParsePolicy("token")
 	cfg.TokenAudio = audio
 	cfg.Voice.TokenAudio = audio
-	cfg.Synth = tts.Synth{TTFA: ttfa}
+	cfg.Synth = tts.Synth{Mode: tts.ModeRequest, TTFA: ttfa}
 	return cfg
 }
 

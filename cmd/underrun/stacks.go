@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+func init() { commands = append(commands, newStacksCommand) }
+
+const stacksLong = `List the named stacks: a voice framework driving a TTS service, as one word
+for --stack (every command that runs the engine) and tts.stack in scenario
+files. Each sets the chunking policy the framework applies, the timing mode its
+code path amounts to (stream: one synthesis context per turn; request: a
+request per chunk, one after another) and the service's latencies from its
+vendor's published figures. With a NAME, print that stack's framework path,
+figures and their sources.
+
+Speech flags given on the command line (--chunking, --tts-mode,
+--tts-latency, --tts-continuation, --rtf) replace the stack's figure; the
+report's header names the stack and what was replaced.`
+
+const stacksExample = `  underrun stacks
+  underrun stacks pipecat-cartesia
+  underrun analyze --stack livekit-elevenlabs trace.jsonl
+  underrun sim policy-token --stack pipecat-elevenlabs --tts-latency 300ms`
+
+func newStacksCommand(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "stacks [NAME]",
+		Short:   "List the named framework + TTS stacks and their sources",
+		Long:    stacksLong,
+		Example: stacksExample,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usagef("--output: want text or json, got %q", output)
+			}
+			stacks := tts.Stacks
+			if len(args) == 1 {
+				st, err := tts.LookupStack(args[0])
+				if err != nil {
+					return usageError{err}
+				}
+				stacks = []tts.Stack{st}
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, stacks)
+			}
+			var b strings.Builder
+			if len(args) == 1 {
+				writeStack(&b, stacks[0])
+			} else {
+				fmt.Fprintf(&b, "%d named stacks (use one with --stack NAME; details and sources: `underrun stacks NAME`):\n\n", len(stacks))
+				tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "  name\tchunking\tmode\tfirst audio\tcontinuation\tstack")
+				for _, st := range stacks {
+					cont := "-"
+					if st.Synth.Timing() == tts.ModeStream {
+						cont = st.Synth.Continuation.String()
+					}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%v\t%s\t%s\n", st.Name, st.Chunking, st.Synth.Timing(), st.Synth.TTFA, cont, st.Summary)
+				}
+				tw.Flush()
+				b.WriteString("\nsources:\n")
+				for _, st := range stacks {
+					fmt.Fprintf(&b, "  %s: %s\n", st.Name, strings.Join(st.Sources, "; "))
+				}
+			}
+			_, err := fmt.Fprint(e.stdout, b.String())
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
+	return cmd
+}
+
+// writeStack prints one stack in full.
+func writeStack(b *strings.Builder, st tts.Stack) {
+	fmt.Fprintf(b, "%s: %s\n\n", st.Name, st.Summary)
+	fmt.Fprintf(b, "  framework:  %s\n", st.Framework)
+	fmt.Fprintf(b, "  service:    %s\n", st.Service)
+	fmt.Fprintf(b, "  chunking:   %s\n", st.Chunking)
+	fmt.Fprintf(b, "  timing:     %s\n", st.Synth)
+	b.WriteString("  sources:\n")
+	for _, src := range st.Sources {
+		fmt.Fprintf(b, "    - %s\n", src)
+	}
+	if st.Differs != "" {
+		fmt.Fprintf(b, "  differs:    %s\n", st.Differs)
+	}
+}
