@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/speech-pipeline/underrun/internal/memtest"
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts"
 )
 
 // testMonteCarlo caps the Monte Carlo turns so the suite stays fast under
@@ -66,7 +68,18 @@ func TestLibrary(t *testing.T) {
 	kinds := map[string]bool{}
 	policies := map[string]bool{}
 	var chunked, unchunked, speculative, reasoning, slowSynth bool
+	stacks := map[string]bool{}
 	for _, s := range all {
+		// every scenario says which stack it models: a named one, or
+		// that it has none
+		if s.File.TTS.Stack != "" {
+			stacks[s.File.TTS.Stack] = true
+			if !strings.Contains(s.Doc, s.File.TTS.Stack+" stack") {
+				t.Errorf("%s: doc %q does not name its stack %s", s.Name, s.Doc, s.File.TTS.Stack)
+			}
+		} else if !strings.Contains(s.Doc, "no named stack") {
+			t.Errorf("%s: doc %q says no stack and not that it has none", s.Name, s.Doc)
+		}
 		if s.Doc == "" || strings.Contains(s.Doc, "\n") {
 			t.Errorf("%s: doc %q is not one line", s.Name, s.Doc)
 		}
@@ -95,6 +108,11 @@ func TestLibrary(t *testing.T) {
 	for _, p := range []string{"token", "word", "sentence", "livekit", "elevenlabs-schedule", "timer"} {
 		if !policies[p] {
 			t.Errorf("no scenario behind the %s policy", p)
+		}
+	}
+	for _, st := range tts.Stacks {
+		if !stacks[st.Name] {
+			t.Errorf("no scenario models the %s stack", st.Name)
 		}
 	}
 	for _, k := range Kinds {
@@ -192,6 +210,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad budget", "generator:\n  kind: roofline\n  gpu: h100\n  model: llama-3.1-8b\n  prefill:\n    rate: 1\n    prompt_tokens: {mean: 800}\n    token_budget: 100\n", []string{"line 8", "token_budget"}},
 		{"bad policy", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  chunking: paragraph\n", []string{"line 5", "tts.chunking"}},
 		{"negative rtf", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  rtf: -1\n", []string{"line 5", "tts.rtf"}},
+		{"bad stack", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  stack: pipecat-nope\n", []string{"line 5", "tts.stack", "unknown stack \"pipecat-nope\""}},
 		{"bad mode", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  mode: batch\n", []string{"line 5", "tts.mode", "stream, request or parallel"}},
 		{"negative continuation", "generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  continuation: -5ms\n", []string{"line 5", "tts.continuation"}},
 		{"unknown metric", "generator:\n  kind: constant\n  tpot: 40ms\nexpect:\n  loudness: 3\n", []string{"line 5", "expect.loudness", "unknown metric"}},
@@ -225,6 +244,28 @@ func checkParseError(t *testing.T, src string, want []string) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
+	}
+}
+
+// TestParseStack: tts.stack sets the policy and synthesizer; the keys
+// given replace its figures.
+func TestParseStack(t *testing.T) {
+	t.Parallel()
+	s, err := Parse([]byte("generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  stack: livekit-openai\n  ttfa: 500ms\n  wpm: 170\n"), "s.yaml", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.Setup.Config
+	if cfg.Stack != "livekit-openai" || cfg.Policy.Name() != "livekit" || cfg.Synth.Timing() != tts.ModeRequest ||
+		cfg.Synth.TTFA != 500*time.Millisecond || cfg.Voice.WPM != 170 {
+		t.Errorf("config %+v %s, want livekit-openai with 500 ms first audio and 170 wpm", cfg.Synth, cfg.Policy.Name())
+	}
+	s, err = Parse([]byte("generator:\n  kind: constant\n  tpot: 40ms\ntts:\n  stack: pipecat-cartesia\n  mode: request\n"), "s.yaml", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Setup.Config.Synth; got.Timing() != tts.ModeRequest || got.TTFA != 140*time.Millisecond {
+		t.Errorf("pipecat-cartesia in request mode: %+v", got)
 	}
 }
 
