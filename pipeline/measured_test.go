@@ -26,6 +26,7 @@ func TestMeasuredTimings(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Policy = p
+	cfg.Synth.Mode = tts.ModeRequest
 	turn := &Turn{ID: "t", Status: StatusOK, Chunks: []Chunk{
 		{At: ms(0), Text: "One", Tokens: 1},      // bytes 0-3
 		{At: ms(100), Text: " two", Tokens: 1},   // 3-7
@@ -50,7 +51,7 @@ func TestMeasuredTimings(t *testing.T) {
 	if c[0].Ready != ms(50) || c[0].PlayStart != ms(50) || c[0].PlayEnd != ms(150) || c[1].PlayStart != ms(160) || c[2].Ready != ms(400) || c[2].PlayEnd != ms(500) {
 		t.Errorf("chunks %+v", c)
 	}
-	// the unmeasured chunk keeps the models: a request (the default mode)
+	// the unmeasured chunk keeps the models: a request (the mode here)
 	// once the measured one before it is done, the time to first audio,
 	// and the voice model's audio
 	model := cfg.Voice.Duration(" four")
