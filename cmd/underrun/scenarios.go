@@ -61,13 +61,14 @@ func newScenariosCommand(e *env) *cobra.Command {
 					Name       string `json:"name"`
 					Doc        string `json:"doc"`
 					Generator  string `json:"generator"`
+					Speech     string `json:"speech"`
 					Turns      int    `json:"turns"`
 					MonteCarlo int    `json:"monte_carlo"`
 					Expect     int    `json:"expectations"`
 				}
 				list := []entry{}
 				for _, s := range all {
-					list = append(list, entry{s.Name, s.Doc, s.Setup.Gen.String(), s.Turns, s.MonteCarlo, len(s.Expect)})
+					list = append(list, entry{s.Name, s.Doc, s.Setup.Gen.String(), speechOf(s), s.Turns, s.MonteCarlo, len(s.Expect)})
 				}
 				return writeJSON(e.stdout, list)
 			}
@@ -75,7 +76,7 @@ func newScenariosCommand(e *env) *cobra.Command {
 			fmt.Fprintf(&b, "%d built-in scenarios (run one with `underrun sim NAME`, print it with `underrun scenarios NAME`):\n\n", len(all))
 			tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 			for _, s := range all {
-				fmt.Fprintf(tw, "  %s\t%s\n", s.Name, s.Doc)
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Name, speechOf(s), s.Doc)
 			}
 			tw.Flush()
 			_, err = fmt.Fprint(e.stdout, b.String())
@@ -85,4 +86,14 @@ func newScenariosCommand(e *env) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "list the metrics a scenario's expect section may name")
 	return cmd
+}
+
+// speechOf says which stack a scenario models: its named stack, or its
+// chunking policy and timing mode when it names none.
+func speechOf(s *scenarios.Scenario) string {
+	cfg := s.Setup.Config
+	if cfg.Stack != "" {
+		return cfg.Stack
+	}
+	return cfg.Policy.Name() + "/" + string(cfg.Synth.Timing())
 }
