@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"sort"
 	"strings"
@@ -18,8 +19,9 @@ import (
 
 // FeedOptions configure Feed.
 type FeedOptions struct {
-	// URL is the monitor's address (http://host:port or ws://host:port).
-	URL string
+	// URLs are the monitors' addresses (http://host:port or
+	// ws://host:port): each session goes to URLs[Shard(session, len(URLs))].
+	URLs []string
 	// Token is the monitor's bearer token, if it has one.
 	Token string
 	// Session names the session of turns that carry none (default "feed").
@@ -32,13 +34,16 @@ type FeedOptions struct {
 // FeedStats counts what Feed sent.
 type FeedStats struct {
 	Sessions, Turns int
+	// PerMonitor is how many sessions went to each of FeedOptions.URLs.
+	PerMonitor []int
 	// Messages is how many messages were sent; Refused how many the
 	// monitor answered with an error.
 	Messages, Refused int64
 }
 
-// Feed plays a recorded trace into a running monitor at its real pace:
-// one ingest connection per session, each turn started at its recorded
+// Feed plays a recorded trace into running monitors at its real pace:
+// one ingest connection per session (to the monitor Shard picks for its
+// name among opts.URLs), each turn started at its recorded
 // offset from the first (turns without a start time follow each other),
 // and each chunk sent at its recorded time with t_ms, so the monitor's
 // underruns are the offline ones. A turn named "session/turn" (as the
@@ -49,6 +54,10 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 	if opts.Session == "" {
 		opts.Session = "feed"
 	}
+	if len(opts.URLs) == 0 {
+		return st, fmt.Errorf("feed: no monitor address")
+	}
+	st.PerMonitor = make([]int, len(opts.URLs))
 	var turns []*pipeline.Turn
 	for {
 		t, err := dec.Next()
@@ -99,7 +108,8 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 		if conns[name] != nil {
 			continue
 		}
-		addr, err := IngestURL(opts.URL, name)
+		shard := Shard(name, len(opts.URLs))
+		addr, err := IngestURL(opts.URLs[shard], name)
 		if err != nil {
 			closeAll()
 			return st, err
@@ -111,6 +121,7 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 		}
 		fc := &feedConn{s: &sender{conn: conn}, done: make(chan struct{})}
 		conns[name] = fc
+		st.PerMonitor[shard]++
 		go func(name string) {
 			defer close(fc.done)
 			for {
@@ -244,4 +255,24 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Shard picks, for a session named session, one of n monitors (0..n-1):
+// Lamping and Veach's jump consistent hash of the 64-bit FNV-1a hash of the
+// name. The same name always goes to the same monitor, sessions spread
+// evenly, and growing the fleet from n to n+1 monitors moves only the
+// sessions that go to the new one (about 1/(n+1) of them). A voice app
+// that picks its monitor the same way, in any language, reaches the one
+// monitor feed would choose. n < 1 is taken as 1.
+func Shard(session string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(session))
+	key := h.Sum64()
+	b, j := int64(-1), int64(0)
+	for j < int64(max(n, 1)) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
 }

@@ -2,7 +2,11 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +41,7 @@ func TestFeedMatchesOfflineAnalysis(t *testing.T) {
 
 	_, ts := startServer(t, Options{Config: cfg})
 	ev := subscribe(t, ts)
-	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URL: ts.URL})
+	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,5 +107,124 @@ func TestEndpoints(t *testing.T) {
 	}
 	if _, err := IngestURL("ftp://x", ""); err == nil {
 		t.Error("ftp:// accepted")
+	}
+}
+
+// TestShard: the values of a reference implementation (the jump consistent
+// hash of Lamping and Veach's paper over FNV-1a 64, written in Python for
+// this table), so that apps in other languages can check theirs.
+func TestShard(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		session string
+		n, want int
+	}{
+		{"kitchen", 3, 0},
+		{"car", 3, 1},
+		{"desk", 3, 0},
+		{"kitchen", 10, 3},
+		{"call-000017", 7, 4},
+		{"", 5, 1},
+		{"sess-42", 1000, 714},
+		{"kitchen", 1, 0},
+		{"kitchen", 0, 0}, // taken as one monitor
+	}
+	for _, tc := range tests {
+		if got := Shard(tc.session, tc.n); got != tc.want {
+			t.Errorf("Shard(%q, %d) = %d, want %d", tc.session, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestShardSpreadsAndMovesLittle: sessions spread evenly, and a fleet grown
+// by one monitor moves only sessions that go to the new one.
+func TestShardSpreadsAndMovesLittle(t *testing.T) {
+	t.Parallel()
+	const names = 30000
+	for n := 1; n <= 8; n++ {
+		count := make([]int, n)
+		moved := 0
+		for i := range names {
+			s := "call-" + itoa(i)
+			k := Shard(s, n)
+			count[k]++
+			if k2 := Shard(s, n+1); k2 != k {
+				moved++
+				if k2 != n {
+					t.Fatalf("growing %d -> %d monitors moved %s from %d to %d, not to the new one", n, n+1, s, k, k2)
+				}
+			}
+		}
+		for k, c := range count {
+			if share := float64(c) / names; math.Abs(share-1/float64(n)) > 0.03/float64(n)+0.005 {
+				t.Errorf("%d monitors: monitor %d gets %.3f of the sessions, want about %.3f", n, k, share, 1/float64(n))
+			}
+		}
+		if share := float64(moved) / names; math.Abs(share-1/float64(n+1)) > 0.02 {
+			t.Errorf("growing %d -> %d monitors moved %.3f of the sessions, want about %.3f", n, n+1, share, 1/float64(n+1))
+		}
+	}
+}
+
+// TestFeedShardsSessions feeds a trace of twelve sessions into three
+// monitors: each session reaches the monitor Shard names for it, and only
+// that one.
+func TestFeedShardsSessions(t *testing.T) {
+	t.Parallel()
+	const monitors, sessions = 3, 12
+	recs := make([]*lockedBuffer, monitors)
+	srvs := make([]*Server, monitors)
+	urls := make([]string, monitors)
+	for i := range monitors {
+		recs[i] = &lockedBuffer{}
+		var ts *httptest.Server
+		srvs[i], ts = startServer(t, Options{Record: recs[i]})
+		urls[i] = ts.URL
+	}
+	var native strings.Builder
+	w := trace.NewWriter(&native, "test")
+	want := make([]int, monitors)
+	for i := range sessions {
+		s := "room" + itoa(i)
+		want[Shard(s, monitors)]++
+		if err := w.WriteTurn(&pipeline.Turn{ID: s + "/t1", Session: s, Status: pipeline.StatusOK,
+			Chunks: []pipeline.Chunk{{At: time.Millisecond, Text: "Hi", Tokens: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "rooms"), FeedOptions{URLs: urls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sessions != sessions || st.Refused != 0 || !slices.Equal(st.PerMonitor, want) {
+		t.Errorf("feed stats %+v, want %d sessions spread %v", st, sessions, want)
+	}
+	for i, s := range srvs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := s.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var turns []*pipeline.Turn
+		r := trace.NewNativeReader(strings.NewReader(recs[i].String()), "rec")
+		for {
+			tn, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			turns = append(turns, tn)
+		}
+		if len(turns) != want[i] {
+			t.Errorf("monitor %d recorded %d turns, want %d", i, len(turns), want[i])
+		}
+		for _, tn := range turns {
+			if k := Shard(tn.Session, monitors); k != i {
+				t.Errorf("session %s reached monitor %d, want %d", tn.Session, i, k)
+			}
+		}
 	}
 }

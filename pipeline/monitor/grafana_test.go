@@ -6,10 +6,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/speech-pipeline/underrun/pipeline/monitor/prometheus"
 )
 
 // TestGrafanaDashboard checks that the sample dashboard is valid JSON and
-// queries only metrics the monitor exports.
+// queries only metrics the monitor exports and series the fleet's
+// recording rules (package prometheus) record, and uses those rules for
+// its fleet-wide figures.
 func TestGrafanaDashboard(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("grafana/underrun.json")
@@ -40,20 +46,41 @@ func TestGrafanaDashboard(t *testing.T) {
 	for _, f := range families {
 		known[f.GetName()] = true
 	}
-	name := regexp.MustCompile(`underrun_[a-z_]+`)
-	queries := 0
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(prometheus.Rules, &rules); err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			recorded[r.Record] = r.Record != ""
+		}
+	}
+	name := regexp.MustCompile(`[a-z_:]*underrun_[a-z_:0-9]+`)
+	queries, usesRules := 0, 0
 	for _, p := range d.Panels {
 		for _, tg := range p.Targets {
 			queries++
 			for _, m := range name.FindAllString(tg.Expr, -1) {
-				base := strings.TrimSuffix(m, "_bucket")
-				if !known[base] {
+				switch base := strings.TrimSuffix(m, "_bucket"); {
+				case strings.Contains(m, ":"):
+					usesRules++
+					if !recorded[m] {
+						t.Errorf("panel %q queries %s, which no recording rule records", p.Title, m)
+					}
+				case !known[base]:
 					t.Errorf("panel %q queries %s, which the monitor does not export", p.Title, m)
 				}
 			}
 		}
 	}
-	if queries < 10 {
-		t.Errorf("%d queries in the dashboard", queries)
+	if queries < 10 || usesRules < 10 {
+		t.Errorf("%d queries in the dashboard, %d of recorded series", queries, usesRules)
 	}
 }

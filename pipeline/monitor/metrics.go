@@ -11,6 +11,8 @@ type metrics struct {
 	itl, tpot, ttft, ttfa, underrun prometheus.Histogram
 
 	turns         *prometheus.CounterVec
+	goodTurns     prometheus.Counter
+	speech        prometheus.Counter
 	glitches      prometheus.Counter
 	interruptions prometheus.Counter
 	bargeIns      prometheus.Counter
@@ -20,8 +22,9 @@ type metrics struct {
 	refused       *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
 
-	sessions  prometheus.Gauge
-	openTurns prometheus.Gauge
+	sessions    prometheus.Gauge
+	maxSessions prometheus.Gauge
+	openTurns   prometheus.Gauge
 }
 
 // latencyBuckets suit token latencies and audible gaps: 5 ms to 10 s.
@@ -45,6 +48,8 @@ func newMetrics() *metrics {
 		underrun: h("underrun_seconds", "Length of each underrun (the player had nothing to play)."),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "underrun", Name: "turns_total",
 			Help: "Turns ended, by status (ok, error, cancelled, barge_in, incomplete)."}, []string{"status"}),
+		goodTurns:     c("good_turns_total", "Turns that ended ok with no interruption (speech goodput is good_turns_total / turns_total, as analyze counts it)."),
+		speech:        c("speech_seconds_total", "Seconds of speech in the turns ended: the audio the modelled player plays, which interruptions per minute of speech count against."),
 		glitches:      c("glitches_total", "Underruns shorter than the interruption threshold."),
 		interruptions: c("interruptions_total", "Underruns at least as long as the interruption threshold."),
 		bargeIns:      c("barge_ins_total", "Turns the user interrupted (barge-in)."),
@@ -55,11 +60,13 @@ func newMetrics() *metrics {
 			Help: "Ingest messages refused, by reason (malformed, rejected, rate_limit)."}, []string{"reason"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "underrun", Name: "subscribers_dropped_total",
 			Help: "Subscribers and pages dropped because they read too slowly, by kind."}, []string{"kind"}),
-		sessions:  prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "underrun", Name: "live_sessions", Help: "Ingest connections open now."}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "underrun", Name: "live_sessions", Help: "Ingest connections open now."}),
+		maxSessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "underrun", Name: "max_sessions",
+			Help: "Ingest connections the monitor takes at once (--max-sessions); more are refused with HTTP 503."}),
 		openTurns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "underrun", Name: "open_turns", Help: "Turns streaming now."}),
 	}
-	m.reg.MustRegister(m.itl, m.tpot, m.ttft, m.ttfa, m.underrun, m.turns, m.glitches, m.interruptions,
-		m.bargeIns, m.stalls, m.messages, m.refused, m.dropped, m.sessions, m.openTurns)
+	m.reg.MustRegister(m.itl, m.tpot, m.ttft, m.ttfa, m.underrun, m.turns, m.goodTurns, m.speech, m.glitches, m.interruptions,
+		m.bargeIns, m.stalls, m.messages, m.refused, m.dropped, m.sessions, m.maxSessions, m.openTurns)
 	// the series exist from the start, so dashboards see zeros, not gaps
 	for _, s := range []string{"ok", "error", "cancelled", "barge_in", "incomplete"} {
 		m.turns.WithLabelValues(s)

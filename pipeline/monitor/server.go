@@ -158,6 +158,7 @@ func New(opts Options) (*Server, error) {
 		sessions: map[string]*session{}, conns: map[*websocket.Conn]struct{}{},
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
+	s.m.maxSessions.Set(float64(opts.MaxSessions))
 	s.hub = newHub(opts.Queue, func(page bool) {
 		kind := "events"
 		if page {

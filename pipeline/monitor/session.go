@@ -433,6 +433,10 @@ func (sess *session) onEvent(e pipeline.Event) {
 		sess.mu.Unlock()
 		m := sess.srv.m
 		m.turns.WithLabelValues(sum.status).Inc()
+		m.speech.Add(sum.speech.Seconds())
+		if sum.status == string(pipeline.StatusOK) && sum.interruptions == 0 {
+			m.goodTurns.Inc() // as analyze's speech goodput counts a turn
+		}
 		if sum.hasTPOT {
 			m.tpot.Observe(sum.tpot.Seconds())
 		}
