@@ -101,7 +101,7 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) e
 	}
 	err = in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if parity != nil {
-			parity.Add(td.Run(), t)
+			parity.AddFrom(td, t)
 		}
 		if err := s.add(t); err != nil {
 			return usageError{fmt.Errorf("%s: %w", in.label, err)}

@@ -141,8 +141,8 @@ func bindReportFlagsRenamed(fs *pflag.FlagSet, f *reportFlags, rename map[string
 // recordings are the files capture and proxy record streams to as they
 // pass: -o the native trace, --sse the raw SSE capture.
 type recordings struct {
-	trace   *trace.Writer         // nil without -o
-	capture *openai.CaptureWriter // nil without --sse
+	trace   *trace.Writer        // nil without -o
+	capture *trace.CaptureWriter // nil without --sse
 	files   []*os.File
 }
 
@@ -166,7 +166,7 @@ func createRecordings(traceFile, sseFile, source string, replace bool) (*recordi
 			return nil, err
 		}
 		r.files = append(r.files, f)
-		r.capture = openai.NewCaptureWriter(f, source)
+		r.capture = trace.NewCaptureWriter(f, source)
 	}
 	return r, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func init() { commands = append(commands, newProxyCommand) }
@@ -125,7 +126,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	var mu sync.Mutex
 	var addErr error
 	closed := false
-	p.OnStream = func(st *openai.Stream) {
+	p.OnStream = func(st *trace.Stream) {
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -129,6 +130,10 @@ func audioEngine(cfg pipeline.Config, name string) (tts.Engine, error) {
 	return engine, nil
 }
 
+// maxWAV bounds the audio --wav renders of one turn, which is held in
+// memory (four bytes a sample) before it is written.
+const maxWAV = time.Hour
+
 // wavSink renders one turn of the run into a WAV file.
 type wavSink struct {
 	env    *env
@@ -145,6 +150,9 @@ func (s *wavSink) Add(t *pipeline.Turn, p *pipeline.Playout) error {
 	s.turns++
 	if s.audio != nil || len(p.Chunks) == 0 || s.flags.turn != "" && t.ID != s.flags.turn {
 		return nil
+	}
+	if end := p.Chunks[len(p.Chunks)-1].PlayEnd; end > maxWAV {
+		return usagef("--wav: turn %q plays for %v; a WAV holds at most %v of it (render another turn with --turn)", t.ID, end.Round(time.Second), maxWAV)
 	}
 	a, err := render.Turn(context.Background(), t, p, render.Options{Engine: s.engine, MarkGaps: s.flags.markGaps})
 	if err != nil {

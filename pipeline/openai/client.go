@@ -17,6 +17,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 // API names one of the two streaming endpoints.
@@ -190,7 +191,7 @@ type Client struct {
 	// Trace, when set, records every turn as it streams.
 	Trace TraceWriter
 	// Capture, when set, records every read of every response body.
-	Capture *CaptureWriter
+	Capture *trace.CaptureWriter
 	// IdleTimeout, when positive, ends a stream that sends nothing (not
 	// even a keep-alive) for this long, as an error.
 	IdleTimeout time.Duration
@@ -253,7 +254,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, readBuf); return &b 
 // turn is then cancelled), or IdleTimeout passes. The error is for
 // requests that cannot be sent (ErrRequest) and for failures of Trace or
 // Capture; what the server did is in the returned Stream.
-func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*Stream, error) {
+func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*trace.Stream, error) {
 	body, err := req.Body()
 	if err != nil {
 		return nil, err
@@ -319,7 +320,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 
 	// the turn's records are written once the request is out, so that
 	// writing them adds nothing to the TTFT
-	s := NewStream(id, session, start)
+	s := trace.NewStream(id, session, start)
 	var errs []error
 	record := func(err error) {
 		if err != nil && len(errs) < 4 {
@@ -330,7 +331,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 		record(c.Trace.BeginTurn(&s.Turn))
 		s.OnChunk = func(ch pipeline.Chunk) { record(c.Trace.WriteChunk(id, ch)) }
 	}
-	var capture *CaptureStream
+	var capture *trace.CaptureStream
 	if c.Capture != nil {
 		var cerr error
 		capture, cerr = c.Capture.Begin(id, session, start, http.MethodPost, hreq.URL.Path, req.Model)
@@ -377,7 +378,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 	case parent.Err() != nil:
 		// the caller gave up (cancelled, or its deadline passed)
 		cancelled = true
-		readErr = errCancelled
+		readErr = trace.ErrCancelled
 		if !errors.Is(parent.Err(), context.Canceled) {
 			readErr = parent.Err()
 		}

@@ -3,18 +3,13 @@
 // hosted APIs): /v1/chat/completions and /v1/completions with
 // "stream": true.
 //
-// The pieces, from the wire up:
+// The wire format itself (SSE events, chunk deltas, a streamed response
+// assembled into a pipeline.Turn) and the raw SSE capture belong to
+// pipeline/trace, the room of formats: trace.Stream parses each response
+// here, and trace.CaptureWriter records it. On top of them:
 //
-//   - Parser splits a server-sent event (SSE) stream into events, as the
-//     bytes arrive, and times each event by the read that completed it.
-//   - Stream turns those events into a pipeline.Turn: content and reasoning
-//     deltas become chunks; role-only and empty chunks, keep-alive comments,
-//     usage, finish reasons, [DONE] and errors are counted in StreamStats.
 //   - Client sends one streaming request and records its turn; Load drives
 //     a server at a concurrency or a Poisson request rate.
-//   - CaptureWriter and CaptureReader keep a raw SSE capture: every read of
-//     every response body with its arrival time, so a capture can be parsed
-//     again later exactly as it was parsed live.
 //   - Proxy is a transparent reverse proxy that guards each stream it
 //     forwards with a pipeline.Guard.
 //   - Mock is an OpenAI-compatible server that streams recorded or

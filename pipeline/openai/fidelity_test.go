@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 // fidelityTurn streams n chunks exactly every itl.
@@ -204,7 +205,7 @@ func fidelity(tb testing.TB, fs fidelitySetup) fidelityResult {
 		finish = func() mockReport { f.mocked.Wait(); return mockReport{Sent: f.sent} }
 	}
 	c := &Client{BaseURL: url, ReadClock: fs.readClock}
-	got := make([]*Stream, fs.streams)
+	got := make([]*trace.Stream, fs.streams)
 	var wg sync.WaitGroup
 	cpu0, wait0, wall0 := cpuTime(), runqWait(), time.Now()
 	for i := range fs.streams {

@@ -126,13 +126,16 @@ var DefaultPrompts = []Prompt{
 	{Text: "Describe how a bill becomes a law, briefly."},
 }
 
+// maxPromptLine is the longest prompt line ReadPrompts takes.
+const maxPromptLine = 4 << 20
+
 // ReadPrompts reads prompts, one per line: a JSON object with "prompt"
 // (or "text") or "messages", or a plain line of text. Blank lines and
 // lines starting with '#' are skipped. name labels errors.
 func ReadPrompts(r io.Reader, name string) ([]Prompt, error) {
 	var out []Prompt
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	sc.Buffer(make([]byte, 64<<10), maxPromptLine)
 	line := 0
 	for sc.Scan() {
 		line++

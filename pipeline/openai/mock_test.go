@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/sim"
 )
 
@@ -111,7 +112,7 @@ func TestMockFormats(t *testing.T) {
 		{ID: "cut", Status: pipeline.StatusIncomplete, Chunks: []pipeline.Chunk{{At: ms, Text: "a", Tokens: 1}}},
 	}
 	srv := mockServer(t, &Mock{Turns: turns, Model: "mock-7b"})
-	run := func(turn string, req Request) *Stream {
+	run := func(turn string, req Request) *trace.Stream {
 		t.Helper()
 		c := &Client{BaseURL: srv.URL, HTTP: &http.Client{Transport: headerTransport{turn}}}
 		s, err := c.Stream(context.Background(), turn, "", req)

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 // DefaultSessionHeader is the request header a Proxy takes a turn's
@@ -44,7 +45,7 @@ type Proxy struct {
 	Guard *pipeline.Guard
 	// Trace and Capture, when set, record each stream (as Client does).
 	Trace   TraceWriter
-	Capture *CaptureWriter
+	Capture *trace.CaptureWriter
 	// Logger receives one "proxy_stream" event per stream and one
 	// "proxy_error" event per failed upstream request.
 	Logger zerolog.Logger
@@ -53,7 +54,7 @@ type Proxy struct {
 	SessionHeader string
 	// OnStream, when set, is called with each stream once it has ended.
 	// Calls may be concurrent.
-	OnStream func(s *Stream)
+	OnStream func(s *trace.Stream)
 
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
@@ -110,8 +111,8 @@ type watch struct {
 	path      string
 	model     string
 	start     time.Time
-	s         *Stream
-	capture   *CaptureStream
+	s         *trace.Stream
+	capture   *trace.CaptureStream
 	begun     bool
 	guarded   bool
 	readErr   error
@@ -164,7 +165,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	session := r.Header.Get(hdr)
 	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
-	wt.s = NewStream(wt.id, session, start)
+	wt.s = trace.NewStream(wt.id, session, start)
 	if p.Guard != nil {
 		if err := p.Guard.Begin(wt.id, session); err == nil {
 			wt.guarded = true

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
@@ -97,10 +98,10 @@ func TestProxyBytes(t *testing.T) {
 		}
 	}))
 	defer upstream.Close()
-	var streams []*Stream
+	var streams []*trace.Stream
 	var mu sync.Mutex
 	proxy := proxyTo(t, upstream.URL, func(p *Proxy) {
-		p.OnStream = func(s *Stream) { mu.Lock(); streams = append(streams, s); mu.Unlock() }
+		p.OnStream = func(s *trace.Stream) { mu.Lock(); streams = append(streams, s); mu.Unlock() }
 	})
 	reqBody := large[:1<<20]
 	tests := []struct {
@@ -172,11 +173,11 @@ func TestProxyGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft := &fakeTrace{}
-	var recorded *Stream
+	var recorded *trace.Stream
 	proxy := proxyTo(t, mock.URL+"/v1", func(p *Proxy) {
 		p.Guard, p.Trace, p.Logger = g, SyncTrace(ft), zerolog.New(&logs)
-		p.Capture = NewCaptureWriter(&capture, "proxy")
-		p.OnStream = func(s *Stream) { evMu.Lock(); recorded = s; evMu.Unlock() }
+		p.Capture = trace.NewCaptureWriter(&capture, "proxy")
+		p.OnStream = func(s *trace.Stream) { evMu.Lock(); recorded = s; evMu.Unlock() }
 	})
 	c := &Client{BaseURL: proxy.URL, APIKey: "sk-TOPSECRET"}
 	req := Request{Model: "m", Prompt: Prompt{Text: "hi"}, Header: http.Header{DefaultSessionHeader: {"call-7"}}}
@@ -262,14 +263,14 @@ func TestProxyFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := make(chan *Stream, 1)
+			got := make(chan *trace.Stream, 1)
 			g, err := pipeline.NewGuard(pipeline.DefaultConfig(), pipeline.GuardOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			proxy := proxyTo(t, tt.upstream, func(p *Proxy) {
 				p.Guard = g
-				p.OnStream = func(s *Stream) { got <- s }
+				p.OnStream = func(s *trace.Stream) { got <- s }
 			})
 			ctx := context.Background()
 			if tt.timeout > 0 {
@@ -336,7 +337,7 @@ func BenchmarkProxyLatency(b *testing.B) {
 		}
 		c := &Client{BaseURL: url}
 		var wg sync.WaitGroup
-		got := make([]*Stream, streams)
+		got := make([]*trace.Stream, streams)
 		for i := range streams {
 			wg.Add(1)
 			go func() {

@@ -34,8 +34,8 @@ func init() {
 // The file keeps token counts per request only, so the tokens are shared
 // evenly over the chunks and the chunks are text-less. Reasoning tokens
 // are never spoken: the chunks before time_to_first_output_token (when
-// the file has it), else the chunks holding the first
-// reasoning_token_count tokens, are marked Reasoning. Records of the
+// the file has it), else all but the last chunks that hold the
+// output_token_count content tokens, are marked Reasoning. Records of the
 // warm-up phase are skipped; failed requests are turns with StatusError,
 // cancelled ones StatusCancelled.
 type AIPerfReader struct {
@@ -400,8 +400,8 @@ func (d *AIPerfReader) turn(line int) (*pipeline.Turn, error) {
 		if !m.set {
 			return 0, nil
 		}
-		if m.value < 0 || m.value != math.Trunc(m.value) || m.value > 1<<40 {
-			return 0, fmt.Errorf("%v; want a whole count >= 0", m.value)
+		if m.value < 0 || m.value != math.Trunc(m.value) || m.value > MaxTurnTokens {
+			return 0, fmt.Errorf("%v; want a whole count from 0 to %d", m.value, MaxTurnTokens)
 		}
 		return int(m.value), nil
 	}
@@ -414,6 +414,9 @@ func (d *AIPerfReader) turn(line int) (*pipeline.Turn, error) {
 		return nil, bad("reasoning_token_count", err)
 	}
 	n := out + reasoning
+	if n > MaxTurnTokens {
+		return nil, bad("output_token_count", fmt.Errorf("%d output and reasoning tokens; want at most %d in one request", n, MaxTurnTokens))
+	}
 	if r.osl.set {
 		if n, err = count(&r.osl); err != nil {
 			return nil, bad("output_sequence_length", err)
@@ -434,10 +437,18 @@ func (d *AIPerfReader) turn(line int) (*pipeline.Turn, error) {
 				t.Chunks[k].Reasoning = t.Chunks[k].At < first
 			}
 		case reasoning > 0:
+			// the content tokens come last: the chunks from the end that
+			// hold them are spoken, the rest are thought (a record whose
+			// tokens are all reasoning, with a chunk more than tokens,
+			// speaks none)
+			content := max(n-reasoning, 0)
+			if r.out.set {
+				content = out
+			}
 			cum := 0
-			for k := range t.Chunks {
+			for k := len(t.Chunks) - 1; k >= 0; k-- {
+				t.Chunks[k].Reasoning = cum >= content
 				cum += t.Chunks[k].TokenCount()
-				t.Chunks[k].Reasoning = cum <= reasoning
 			}
 		}
 	}

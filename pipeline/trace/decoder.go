@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -92,7 +93,40 @@ func Open(r io.Reader, name, format string) (Decoder, error) {
 			return f.Open(src, name)
 		}
 	}
+	// a single JSON object whose telling keys come after the first
+	// sniffLen bytes (a big array first, or keys sorted by name): read its
+	// top-level keys, skipping their values
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(head) == sniffLen && len(t) > 0 && t[0] == '{' {
+		ra, ok := src.(io.ReaderAt)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: a JSON object whose first %d KiB do not tell its format; name it with --format (%s)", ErrFormat, name, sniffLen>>10, FormatNames())
+		}
+		switch {
+		case objectHasKey(ra, sglangKeys):
+			return NewSGLangReader(src, name)
+		case objectHasKey(ra, vllmKeys):
+			return NewVLLMReader(src, name)
+		}
+	}
 	return nil, fmt.Errorf("%w: %s: not a format underrun knows (%s); name one with --format", ErrFormat, name, FormatNames())
+}
+
+// objectHasKey reports whether the JSON object at the start of ra has one
+// of keys (quoted, as in the file) at its top level. It reads up to the
+// end of the object, holding only a buffer of it.
+func objectHasKey(ra io.ReaderAt, keys []string) bool {
+	s := newScanner(section(ra, 0), "", 0, 64<<10)
+	errFound := errors.New("found")
+	err := s.object(func(k string) error {
+		for _, want := range keys {
+			if k == want[1:len(want)-1] {
+				return errFound
+			}
+		}
+		_, err := s.skip()
+		return err
+	})
+	return err == errFound
 }
 
 // peekedReaderAt reads through the buffered reader Open sniffed with, and

@@ -245,6 +245,9 @@ func (d *GenAIPerfReader) request() (*pipeline.Turn, error) {
 				if err == nil && !ok {
 					err = s.errorf("want a timestamp in nanoseconds, got null")
 				}
+				if err == nil && len(d.stamps) >= MaxTurnTokens {
+					err = s.errorf("more than %d responses in one request; want at most one per token", MaxTurnTokens)
+				}
 				d.stamps = append(d.stamps, v)
 				return err
 			})
@@ -254,6 +257,9 @@ func (d *GenAIPerfReader) request() (*pipeline.Turn, error) {
 				c, err := s.peek()
 				if err != nil {
 					return s.ioError(err)
+				}
+				if len(d.responses) >= MaxTurnTokens {
+					return s.errorf("more than %d responses in one request; want at most one per token", MaxTurnTokens)
 				}
 				d.cb, d.rb = d.cb[:0], d.rb[:0]
 				var r response
@@ -431,6 +437,9 @@ func (d *GenAIPerfReader) parseEvent(payload []byte) (usage int, err error) {
 			return s.object(func(k string) error {
 				if k == "completion_tokens" {
 					n, _, err := s.integer()
+					if err == nil && (n < 0 || n > MaxTurnTokens) {
+						err = s.errorf("completion_tokens %d; want a count from 0 to %d", n, MaxTurnTokens)
+					}
 					usage = int(n)
 					return err
 				}

@@ -421,6 +421,9 @@ func (s *scanner) strBytes() ([]byte, error) {
 		if j < s.n {
 			break
 		}
+		if j-start >= MaxTextBytes { // before the buffer grows past it
+			return nil, s.errorf("a string longer than %d bytes; want at most that in one field", MaxTextBytes)
+		}
 		old := s.i
 		if !s.fill(start) {
 			return nil, s.ioError(s.endErr())
@@ -439,6 +442,49 @@ func (s *scanner) strBytes() ([]byte, error) {
 	}
 	s.tmp = out
 	return out, nil
+}
+
+// skipString consumes a string without keeping it: however long the
+// string, the buffer does not grow (strBytes holds a whole string).
+func (s *scanner) skipString() error {
+	if err := s.expect('"', "a string"); err != nil {
+		return err
+	}
+	escaped := false
+	for {
+		j := s.i
+		for j < s.n {
+			if escaped {
+				escaped = false
+				j++
+				continue
+			}
+			if j+8 <= s.n { // to the next quote, backslash or control byte
+				w := binary.LittleEndian.Uint64(s.b[j:])
+				m := stringStops8(w) | backslashes8(w)
+				if m == 0 {
+					j += 8
+					continue
+				}
+				j += bits.TrailingZeros64(m) >> 3
+			}
+			switch c := s.b[j]; {
+			case c == '"':
+				s.i = j + 1
+				return nil
+			case c == '\\':
+				escaped = true
+			case c < 0x20:
+				s.i = j
+				return s.errorf("control character in a string (a JSON string cannot span lines)")
+			}
+			j++
+		}
+		s.i = j
+		if !s.fill(s.i) {
+			return s.ioError(s.endErr())
+		}
+	}
 }
 
 // plainString is the common case of strBytes in one pass: a string in
@@ -755,7 +801,7 @@ func (s *scanner) numbers(dst []float64) ([]float64, error) {
 	}
 	for i := 0; ; i++ {
 		// the common case: a separator and a number within the buffer
-		if j, ok := s.numberAhead(i); ok {
+		if j, ok := s.numberAhead(i); ok && len(dst) < MaxTurnTokens {
 			// float gives the same number for a decimal with its trailing
 			// zeros or without (when it takes it at all); zero is +0
 			if d, n, ok := parseDecimalRaw(s.b[j:s.n]); ok && j+n < s.n {
@@ -786,6 +832,9 @@ func (s *scanner) numbers(dst []float64) ([]float64, error) {
 		}
 		if !ok {
 			return dst, s.errorf("want a number, got null")
+		}
+		if len(dst) >= MaxTurnTokens {
+			return dst, s.errorf("more than %d values in one request; want at most one per token", MaxTurnTokens)
 		}
 		dst = append(dst, v)
 	}
@@ -829,8 +878,7 @@ func (s *scanner) skip() (count int, err error) {
 	case '[':
 		return s.skipArray()
 	case '"':
-		_, err := s.strBytes()
-		return 0, err
+		return 0, s.skipString()
 	case 't':
 		return 0, s.literal("true")
 	case 'f':
@@ -889,7 +937,7 @@ func (s *scanner) skipRaw() (int, error) {
 		switch s.b[s.i] {
 		case '"':
 			base, n := s.base, s.n
-			if _, err := s.strBytes(); err != nil {
+			if err := s.skipString(); err != nil {
 				return 0, err
 			}
 			if s.base != base || s.n != n { // the string needed more input
@@ -1181,6 +1229,65 @@ func (d decimal) scaled(shift int) (int64, bool) {
 	return int64(v), true
 }
 
+// toFloat returns the float64 nearest to d: one exact operation when
+// there is one, else one exact division (the 17 digits Python writes for
+// most floats), else strconv. A decimal that scaledNumber made of a float
+// (exp math.MinInt32) is that float.
+func (d decimal) toFloat() float64 {
+	switch {
+	case d.exp == math.MinInt32:
+		return math.Float64frombits(d.mant)
+	case d.mant == 0:
+		return 0
+	}
+	if v, exact := d.float(); exact {
+		return v
+	}
+	if v, ok := d.quotient(); ok {
+		return v
+	}
+	b := strconv.AppendUint(nil, d.mant, 10)
+	b = append(b, 'e')
+	b = strconv.AppendInt(b, int64(d.exp), 10)
+	v, _ := strconv.ParseFloat(string(b), 64)
+	if d.neg {
+		v = -v
+	}
+	return v
+}
+
+// quotient returns d = mant / 10^k (1 <= k <= 19) as the nearest float64,
+// rounded once: the quotient is taken to 63 bits or more with one 128-bit
+// division, and rounded to 53 bits, halves to even, the remainder deciding
+// the ties it breaks. ok is false for other exponents.
+func (d decimal) quotient() (float64, bool) {
+	k := -d.exp
+	if k < 1 || k > 19 || d.mant == 0 {
+		return 0, false
+	}
+	den := pow10u64[k]
+	// scale mant by 2^e so that the quotient lies in [2^62, 2^64)
+	e := 63 + bits.LeadingZeros64(d.mant) - bits.LeadingZeros64(den)
+	var hi, lo uint64
+	if e < 64 {
+		hi, lo = d.mant>>(64-e), d.mant<<e
+	} else {
+		hi = d.mant << (e - 64)
+	}
+	q, rem := bits.Div64(hi, lo, den)
+	shift := 64 - bits.LeadingZeros64(q) - 53 // 10 or 11
+	m := q >> shift
+	rest, half := q&(1<<shift-1), uint64(1)<<(shift-1)
+	if rest > half || rest == half && (rem != 0 || m&1 == 1) {
+		m++
+	}
+	v := math.Ldexp(float64(m), shift-e)
+	if d.neg {
+		v = -v
+	}
+	return v, true
+}
+
 // scaledNumber reads a number as an integer count of 10^-shift units
 // (shift 9: seconds to nanoseconds), exactly, and its decimal identity;
 // finite numbers that parseDecimal does not take go through strconv.
@@ -1218,7 +1325,7 @@ func (s *scanner) scaledNumbers(dst []int64, keys []decimal, shift int) ([]int64
 	}
 	for i := 0; ; i++ {
 		// the common case: a separator and a plain number in the buffer
-		if j, ok := s.numberAhead(i); ok {
+		if j, ok := s.numberAhead(i); ok && len(dst) < MaxTurnTokens {
 			if d, n, ok := parseDecimalPrefix(s.b[j:s.n]); ok && j+n < s.n {
 				if v, ok := d.scaled(shift); ok {
 					s.i = j + n
@@ -1240,6 +1347,9 @@ func (s *scanner) scaledNumbers(dst []int64, keys []decimal, shift int) ([]int64
 		v, d, err := s.scaledNumber(shift)
 		if err != nil {
 			return dst, keys, err
+		}
+		if len(dst) >= MaxTurnTokens {
+			return dst, keys, s.errorf("more than %d values in one request; want at most one per token", MaxTurnTokens)
 		}
 		dst, keys = append(dst, v), append(keys, d)
 	}

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -190,5 +191,40 @@ func TestScannerSkipCounts(t *testing.T) {
 				t.Errorf("%s (buffer %d): %d, %v; want %d", in, size, got, err, want)
 			}
 		}
+	}
+}
+
+// TestDecimalQuotient checks the one-division conversion against strconv
+// on decimals of up to 19 significant digits, the 17 of Python's repr of
+// a float among them, and on the ties it must break to even.
+func TestDecimalQuotient(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 5))
+	check := func(text string) {
+		d, ok := parseDecimal([]byte(text))
+		if !ok {
+			return // over 19 digits: the readers use strconv
+		}
+		want, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.toFloat(); got != want {
+			t.Errorf("%s: %v (%x), strconv %v (%x)", text, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+	for range 200000 {
+		f := rng.Float64() * math.Pow(10, float64(rng.IntN(30)-15))
+		check(strconv.FormatFloat(f, 'f', -1, 64))
+		check(strconv.FormatFloat(f, 'g', 17, 64))
+		digits := 1 + rng.IntN(19)
+		mant := rng.Uint64() % pow10u64[digits]
+		check(fmt.Sprintf("%d.%0*d", rng.IntN(3), digits, mant))
+	}
+	// halfway between two floats: 2^53+1 over a power of ten, and more
+	for _, text := range []string{"9007199254740993", "0.9007199254740993", "900719925474099.3", "0.09007199254740993",
+		"0.1", "0.30000000000000004", "0.9999999999999999", "0.9999999999999999999", "0.0000000000000000001",
+		"1234567890123456789", "-123456789012345678.9", "1.2345678901234567e-21", "-0.30000000000000004"} {
+		check(text)
 	}
 }

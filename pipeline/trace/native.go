@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -205,8 +204,7 @@ func (f *fields) fromRecord(r *Record) {
 // an error naming the input and the line.
 type NativeReader struct {
 	name          string
-	r             *bufio.Reader
-	line          int
+	lines         jsonLines
 	open          map[string]*pipeline.Turn
 	order         []string
 	done          bool
@@ -220,65 +218,34 @@ type NativeReader struct {
 	emptyReported bool
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
-	// Bytes counts the input read so far.
-	Bytes int64
 }
 
 // NewNativeReader returns a reader of r; name labels errors (a file name,
 // or "stdin").
 func NewNativeReader(r io.Reader, name string) *NativeReader {
 	return &NativeReader{
-		name: name, r: bufio.NewReaderSize(r, 256<<10),
+		name: name, lines: newJSONLines(r, MaxLine),
 		open: map[string]*pipeline.Turn{}, seenTurns: map[string]bool{},
 	}
 }
 
 func (d *NativeReader) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s:%d: %s", ErrFormat, d.name, d.line, fmt.Sprintf(format, args...))
-}
-
-// readLine returns the next line without its newline; last is true when
-// the line had no newline (end of input).
-func (d *NativeReader) readLine() (line []byte, last bool, err error) {
-	line, err = d.r.ReadSlice('\n')
-	d.Bytes += int64(len(line))
-	if err == bufio.ErrBufferFull {
-		// a long line: gather it, up to MaxLine
-		buf := append([]byte(nil), line...)
-		for err == bufio.ErrBufferFull {
-			if len(buf) > MaxLine {
-				return nil, false, d.errorf("line longer than %d bytes; a record is one JSON object per line", MaxLine)
-			}
-			line, err = d.r.ReadSlice('\n')
-			d.Bytes += int64(len(line))
-			buf = append(buf, line...)
-		}
-		line = buf
-	}
-	if len(line) > MaxLine {
-		return nil, false, d.errorf("line longer than %d bytes; a record is one JSON object per line", MaxLine)
-	}
-	if err == io.EOF {
-		return line, true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("%s:%d: %w", d.name, d.line, err)
-	}
-	return line[:len(line)-1], false, nil
+	return fmt.Errorf("%w: %s:%d: %s", ErrFormat, d.name, d.lines.line, fmt.Sprintf(format, args...))
 }
 
 // Next returns the next complete turn, or io.EOF after the last.
 func (d *NativeReader) Next() (*pipeline.Turn, error) {
 	for !d.done {
-		line, last, err := d.readLine()
-		if err != nil {
-			return nil, err
-		}
-		if last && len(line) == 0 {
+		line, last, err := d.lines.next()
+		switch {
+		case err == io.EOF:
 			d.done = true
-			break
+			continue
+		case err == errLongLine:
+			return nil, d.errorf("line longer than %d bytes; a record is one JSON object per line", MaxLine)
+		case err != nil:
+			return nil, fmt.Errorf("%s:%d: %w", d.name, d.lines.line, err)
 		}
-		d.line++
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			if last {
@@ -291,7 +258,9 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 			d.records++
 		}
 		if err != nil {
-			if last && errors.Is(err, errSyntax) {
+			// a crash while a record was written leaves its line cut
+			// off; an input whose only line is not a record is no trace
+			if last && d.records > 0 && errors.Is(err, errSyntax) {
 				d.Truncated = true
 				d.done = true
 				break
@@ -305,9 +274,9 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 			return t, nil
 		}
 	}
-	if d.records == 0 && !d.Truncated && !d.emptyReported {
+	if d.records == 0 && !d.emptyReported {
 		d.emptyReported = true
-		d.line = max(d.line, 1)
+		d.lines.line = max(d.lines.line, 1)
 		return nil, d.errorf("empty input; want a trace with at least one turn")
 	}
 	for len(d.order) > 0 {
@@ -315,6 +284,9 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 		d.order = d.order[1:]
 		if t, ok := d.open[id]; ok {
 			delete(d.open, id)
+			if err := checkLimits(t); err != nil {
+				return nil, d.errorf("turn %q: %v", id, err)
+			}
 			t.Status = pipeline.StatusIncomplete
 			if len(t.Chunks) == 0 {
 				t.Chunks = nil
@@ -369,8 +341,11 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 			return nil, d.errorf(`chunk of turn %q has no "t_ns"; want its arrival in nanoseconds since the request`, rec.turn)
 		}
 		at := time.Duration(rec.tNs)
-		if at < 0 {
-			return nil, d.errorf("chunk of turn %q has t_ns %d; want a time >= 0", rec.turn, rec.tNs)
+		if at < 0 || at > MaxTime {
+			return nil, d.errorf("chunk of turn %q has t_ns %d; want a time from 0 to %d (a year)", rec.turn, rec.tNs, int64(MaxTime))
+		}
+		if len(t.Chunks) >= MaxTurnTokens {
+			return nil, d.errorf("turn %q has more than %d chunks; want at most one per token, %d tokens a turn", rec.turn, MaxTurnTokens, MaxTurnTokens)
 		}
 		if n := len(t.Chunks); n > 0 && at < t.Chunks[n-1].At {
 			return nil, d.errorf("chunk of turn %q has t_ns %d, before the previous chunk's %d; want arrival order", rec.turn, rec.tNs, int64(t.Chunks[n-1].At))
@@ -382,8 +357,8 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 			c.Textless = true
 		}
 		if rec.hasTokens {
-			if rec.tokens < 0 || rec.tokens > math.MaxInt32 {
-				return nil, d.errorf("chunk of turn %q has tokens %d; want a count >= 0", rec.turn, rec.tokens)
+			if rec.tokens < 0 || rec.tokens > MaxTurnTokens {
+				return nil, d.errorf("chunk of turn %q has tokens %d; want a count from 0 to %d", rec.turn, rec.tokens, MaxTurnTokens)
 			}
 			c.Tokens = int(rec.tokens)
 		}
@@ -401,7 +376,13 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if !st.Valid() {
 			return nil, d.errorf("end of turn %q has status %q; want ok, error or cancelled", rec.turn, rec.status)
 		}
+		if rec.outputTokens < 0 || rec.outputTokens > MaxTurnTokens {
+			return nil, d.errorf("end of turn %q has output_tokens %d; want a count from 0 to %d", rec.turn, rec.outputTokens, MaxTurnTokens)
+		}
 		t.Status, t.Error, t.OutputTokens = st, rec.errText, int(rec.outputTokens)
+		if err := checkLimits(t); err != nil {
+			return nil, d.errorf("turn %q: %v", rec.turn, err)
+		}
 		delete(d.open, rec.turn)
 		d.sizeHint = min(max(d.sizeHint, len(t.Chunks)), 4096)
 		if len(t.Chunks) == 0 {

@@ -160,11 +160,19 @@ func TestNativeBadInput(t *testing.T) {
 		{"string time", `{"type":"chunk","turn":"a","t_ns":"1"}` + "\n", `test.jsonl:1: field "t_ns": got JSON string, want int64`},
 		{"empty", "", "test.jsonl:1: empty input"},
 		{"blank", "\n\n", "test.jsonl:2: empty input"},
-		{"long line", long, "test.jsonl:0: line longer than"},
+		{"long first line", long, "test.jsonl:1: line longer than"},
+		{"long third line", "{\"type\":\"header\"}\n\n" + long, "test.jsonl:3: line longer than"},
+		{"only line cut off", `{"type":"chunk","turn":"a","t_`, "test.jsonl:1: not valid JSON"},
+		{"garbage, no newline", "garbage", "test.jsonl:1: not a JSON object"},
 		{"no type", `{"turn":"a"}` + "\n", `record without "type"`},
 		{"no time", `{"type":"chunk","turn":"a"}` + "\n", `has no "t_ns"`},
 		{"bad status", `{"type":"end","turn":"a","status":"maybe"}` + "\n", `status "maybe"`},
 		{"chunk after end", `{"type":"end","turn":"a"}` + "\n" + `{"type":"chunk","turn":"a","t_ns":1}` + "\n", `test.jsonl:2: record for turn "a" after its end`},
+		{"time past a year", `{"type":"chunk","turn":"a","t_ns":9223372036854775807}` + "\n", `test.jsonl:1: chunk of turn "a" has t_ns 9223372036854775807; want a time from 0 to`},
+		{"a million tokens in a chunk", `{"type":"chunk","turn":"a","t_ns":1,"tokens":1000000}` + "\n", `test.jsonl:1: chunk of turn "a" has tokens 1000000; want a count from 0 to 262144`},
+		{"2e9 tokens in a chunk", `{"type":"chunk","turn":"a","t_ns":1,"tokens":2000000000}` + "\n", `has tokens 2000000000; want a count`},
+		{"too many tokens in a turn", strings.Repeat(`{"type":"chunk","turn":"a","t_ns":1,"tokens":200000}`+"\n", 2) + `{"type":"end","turn":"a"}` + "\n", `test.jsonl:3: turn "a": chunks 0 to 1 carry over 262144 tokens`},
+		{"output tokens past the limit", `{"type":"end","turn":"a","output_tokens":1000000}` + "\n", `test.jsonl:1: end of turn "a" has output_tokens 1000000`},
 		{"future version", `{"type":"header","format":"underrun-trace","version":9}` + "\n", "version 9 is newer"},
 	}
 	for _, tt := range tests {
@@ -206,19 +214,23 @@ func FuzzNativeReader(f *testing.F) {
 `))
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1}` + "\n" + `{"type":"chunk","turn":"a","t_ns":0`))
 	f.Add([]byte("\n\n{}\n"))
+	// the hostile inputs of issue 20: counts and times past the limits
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":1000000}` + "\n"))
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":2000000000}` + "\n"))
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":9223372036854775807}` + "\n"))
+	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewNativeReader(bytes.NewReader(data), "fuzz")
 		for range 10000 {
 			turn, err := d.Next()
+			checkFootprint(t, d, data)
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrFormat) {
 					t.Fatalf("error not ErrFormat: %v", err)
 				}
 				return
 			}
-			if err := turn.Validate(); err != nil {
-				t.Fatalf("reader returned an invalid turn: %v", err)
-			}
+			checkTurn(t, turn)
 		}
 		t.Fatal("reader did not finish")
 	})

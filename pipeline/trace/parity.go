@@ -48,11 +48,17 @@ type ToolSummary struct {
 	Values map[string]float64
 	// Completed is the saved count of successful requests (-1: none saved).
 	Completed int
+	// Notes say what the reader knows of how the tool computed the saved
+	// values, where that explains a difference ("this version timed a
+	// request's end at [DONE]").
+	Notes []string
 }
 
-// toolMetric is one of the four latency metrics, by the tool's name.
+// toolMetric is one of the four latency metrics, by the tool's name and
+// the other names its saved summaries have used for it.
 type toolMetric struct {
 	name, ours string
+	aliases    []string
 	pick       func(*parityRun) *pipeline.Sample
 }
 
@@ -63,42 +69,81 @@ func (t Tool) metrics() []toolMetric {
 	e2e := func(r *parityRun) *pipeline.Sample { return &r.e2el }
 	switch t {
 	case ToolVLLM:
-		return []toolMetric{{"ttft", "TTFT", ttft}, {"tpot", "TPOT", tpot}, {"itl", "ITL", itl}, {"e2el", "E2E latency", e2e}}
+		// benchmark_serving.py of 2024 and its forks saved E2E as
+		// *_e2e_ms or *_latency_ms
+		return []toolMetric{{"ttft", "TTFT", nil, ttft}, {"tpot", "TPOT", nil, tpot}, {"itl", "ITL", nil, itl},
+			{"e2el", "E2E latency", []string{"e2e", "latency"}, e2e}}
 	case ToolSGLang:
-		return []toolMetric{{"ttft", "TTFT", ttft}, {"tpot", "TPOT", tpot}, {"itl", "ITL per token", itl}, {"e2e_latency", "E2E latency", e2e}}
+		return []toolMetric{{"ttft", "TTFT", nil, ttft}, {"tpot", "TPOT", nil, tpot}, {"itl", "ITL per token", nil, itl}, {"e2e_latency", "E2E latency", nil, e2e}}
 	case ToolAIPerf:
-		return []toolMetric{{"time_to_first_token", "TTFT", ttft}, {"inter_token_latency", "TPOT", tpot}, {"inter_chunk_latency", "ITL", itl}, {"request_latency", "E2E latency", e2e}}
+		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft}, {"inter_token_latency", "TPOT", nil, tpot}, {"inter_chunk_latency", "ITL", nil, itl}, {"request_latency", "E2E latency", nil, e2e}}
 	case ToolGenAIPerf:
-		return []toolMetric{{"time_to_first_token", "TTFT", ttft}, {"inter_token_latency", "TPOT", tpot}, {"chunk gaps", "ITL", itl}, {"request_latency", "E2E latency", e2e}}
+		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft}, {"inter_token_latency", "TPOT", nil, tpot}, {"chunk gaps", "ITL", nil, itl}, {"request_latency", "E2E latency", nil, e2e}}
 	}
 	return nil
+}
+
+// inSeconds reports whether the tool measures in seconds (floats from
+// time.perf_counter) rather than whole nanoseconds.
+func (t Tool) inSeconds() bool { return t == ToolVLLM || t == ToolSGLang }
+
+// toMs converts a statistic in the tool's own unit to milliseconds, as
+// the tool does: vLLM and SGLang multiply seconds by 1000, AIPerf and
+// GenAI-Perf divide nanoseconds by 10^6.
+func (t Tool) toMs(v float64) float64 {
+	if t.inSeconds() {
+		return v * 1000
+	}
+	return v / 1e6
+}
+
+// exactTimes is one request's timing as the file records it, in seconds
+// at the file's own precision (finer than the nanoseconds of a Turn).
+type exactTimes struct {
+	ttft       float64
+	itls       []float64
+	latency    float64
+	hasLatency bool
+}
+
+// exactTimer is a decoder that kept the exact times of the turn Next
+// returned last; they are valid until the next call of Next.
+type exactTimer interface {
+	exactTimes() *exactTimes
 }
 
 // Parity computes a benchmark file's latency statistics the way the tool
 // that wrote it does, run by run:
 //
-//   - vLLM: successful requests only; TTFT and E2E per request; TPOT is
-//     (E2E - TTFT) / (output_len - 1), leaving out requests of one token;
-//     ITL pools every gap between chunks.
-//   - SGLang: as vLLM, but the gap before a chunk of k tokens counts as k
-//     inter-token latencies of gap/k each.
+//   - vLLM: successful requests only; TTFT and E2E (the saved latency,
+//     else TTFT plus the ITLs) per request; TPOT is (E2E - TTFT) /
+//     (output_len - 1), leaving out requests of one token; ITL pools every
+//     gap between chunks.
+//   - SGLang: as vLLM, but the file keeps the gap before a chunk of k
+//     tokens as k inter-token latencies of gap/k each, and pools those.
 //   - AIPerf: empty chunks dropped; inter_token_latency (our TPOT) is
 //     (request_latency - TTFT) / (output_sequence_length - 1), only for
 //     requests with two chunks or more; inter_chunk_latency pools the gaps.
 //   - GenAI-Perf: empty chunks dropped; inter_token_latency (our TPOT) as
-//     AIPerf, rounded to a whole nanosecond per request.
+//     AIPerf (two responses or more, and two tokens or more), rounded to a
+//     whole nanosecond per request.
 //
-// Statistics follow numpy: mean, population std, linear percentiles; an
-// empty set counts as 0, as the tools' `np.mean(x or 0)` does.
+// vLLM and SGLang compute on the floats of seconds the file keeps (read
+// at their full precision, see AddFrom), AIPerf and GenAI-Perf on whole
+// nanoseconds; statistics follow numpy (mean, population std, linear
+// percentiles) in that unit and are then converted to milliseconds, as
+// the tools do. An empty set counts as 0, as the tools' `np.mean(x or 0)`
+// does.
 type Parity struct {
 	tool  Tool
 	runs  map[int]*parityRun
 	order []int
+	gaps  []float64 // scratch: a turn's gaps, when it has no exact times
 }
 
 type parityRun struct {
 	requests              int
-	ttft, tpot, itl, e2el pipeline.Sample
+	ttft, tpot, itl, e2el pipeline.Sample // in the tool's unit
 }
 
 // NewParity returns an empty Parity following tool's conventions.
@@ -106,15 +151,98 @@ func NewParity(tool Tool) *Parity {
 	return &Parity{tool: tool, runs: map[int]*parityRun{}}
 }
 
-// Add accounts one turn of run.
-func (p *Parity) Add(run int, t *pipeline.Turn) {
+// Add accounts one turn of run, timed by its chunks.
+func (p *Parity) Add(run int, t *pipeline.Turn) { p.add(run, t, nil) }
+
+// AddFrom accounts the turn d returned last, in the run d says, with the
+// times at the precision of d's file where d keeps them (vLLM and SGLang
+// keep floats of seconds that whole nanoseconds would round).
+func (p *Parity) AddFrom(d ToolDecoder, t *pipeline.Turn) {
+	var ex *exactTimes
+	if et, ok := d.(exactTimer); ok {
+		ex = et.exactTimes()
+	}
+	p.add(d.Run(), t, ex)
+}
+
+func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 	r := p.runs[run]
 	if r == nil {
 		r = &parityRun{}
 		p.runs[run] = r
 		p.order = append(p.order, run)
 	}
-	r.add(p.tool, t)
+	if t.Status != pipeline.StatusOK && t.Status != "" {
+		return
+	}
+	chunks := t.Chunks
+	if p.tool == ToolAIPerf || p.tool == ToolGenAIPerf {
+		chunks = nonEmpty(chunks)
+	}
+	if len(chunks) == 0 {
+		return
+	}
+	n := t.OutputTokens
+	if n <= 0 {
+		for _, c := range chunks {
+			n += c.TokenCount()
+		}
+	}
+	r.requests++
+	first, last := chunks[0].At, chunks[len(chunks)-1].At
+	if p.tool.inSeconds() {
+		ttft, itls := first.Seconds(), p.gapsOf(chunks)
+		lat := last.Seconds()
+		if ex != nil {
+			ttft, itls = ex.ttft, ex.itls
+			lat = ttft
+			for _, g := range itls {
+				lat += g
+			}
+			if ex.hasLatency {
+				lat = ex.latency
+			}
+		}
+		r.ttft.Add(ttft)
+		r.e2el.Add(lat)
+		if n > 1 {
+			r.tpot.Add((lat - ttft) / float64(n-1))
+		}
+		for _, g := range itls {
+			r.itl.Add(g)
+		}
+		return
+	}
+	// AIPerf and GenAI-Perf: whole nanoseconds
+	r.ttft.Add(float64(first))
+	r.e2el.Add(float64(last))
+	if n > 1 && len(chunks) > 1 {
+		tpot := float64(last-first) / float64(n-1)
+		if p.tool == ToolGenAIPerf {
+			tpot = math.RoundToEven(tpot)
+		}
+		r.tpot.Add(tpot)
+	}
+	for i := 1; i < len(chunks); i++ {
+		r.itl.Add(float64(chunks[i].At - chunks[i-1].At))
+	}
+}
+
+// gapsOf returns the gaps between chunks in seconds, as vLLM keeps them;
+// for SGLang the gap before a chunk of k tokens is k gaps of gap/k.
+func (p *Parity) gapsOf(chunks []pipeline.Chunk) []float64 {
+	p.gaps = p.gaps[:0]
+	for i := 1; i < len(chunks); i++ {
+		gap := (chunks[i].At - chunks[i-1].At).Seconds()
+		k := 1
+		if p.tool == ToolSGLang {
+			k = chunks[i].TokenCount()
+		}
+		for range k {
+			p.gaps = append(p.gaps, gap/float64(k))
+		}
+	}
+	return p.gaps
 }
 
 func nonEmpty(chunks []pipeline.Chunk) []pipeline.Chunk {
@@ -132,60 +260,11 @@ func nonEmpty(chunks []pipeline.Chunk) []pipeline.Chunk {
 	return chunks
 }
 
-func (r *parityRun) add(tool Tool, t *pipeline.Turn) {
-	if t.Status != pipeline.StatusOK && t.Status != "" {
-		return
-	}
-	chunks := t.Chunks
-	if tool == ToolAIPerf || tool == ToolGenAIPerf {
-		chunks = nonEmpty(chunks)
-	}
-	if len(chunks) == 0 {
-		return
-	}
-	n := t.OutputTokens
-	if n <= 0 {
-		for _, c := range chunks {
-			n += c.TokenCount()
-		}
-	}
-	r.requests++
-	first, last := chunks[0].At, chunks[len(chunks)-1].At
-	r.ttft.AddDuration(first)
-	r.e2el.AddDuration(last)
-	span := float64(last - first)
-	switch tool {
-	case ToolVLLM, ToolSGLang:
-		if n > 1 {
-			r.tpot.Add(span / float64(n-1) / 1e6)
-		}
-	case ToolAIPerf:
-		if n > 1 && len(chunks) > 1 {
-			r.tpot.Add(span / float64(n-1) / 1e6)
-		}
-	case ToolGenAIPerf:
-		if n > 1 {
-			r.tpot.Add(math.RoundToEven(span/float64(n-1)) / 1e6)
-		}
-	}
-	for i := 1; i < len(chunks); i++ {
-		gap := chunks[i].At - chunks[i-1].At
-		if tool == ToolSGLang {
-			k := chunks[i].TokenCount()
-			each := float64(gap) / float64(k) / 1e6
-			for range k {
-				r.itl.Add(each)
-			}
-			continue
-		}
-		r.itl.AddDuration(gap)
-	}
-}
-
 var summaryKey = regexp.MustCompile(`^(mean|median|std|min|max|p[0-9]+(?:\.[0-9]+)?)_([a-z0-9_]+)_ms$`)
 
-// statOf returns a statistic of a sample by the tools' names: mean,
-// median, std, min, max, or pNN. An empty sample gives 0.
+// statOf returns a statistic of a sample by the tools' names (mean,
+// median, std, min, max, or pNN) in the tool's own unit. An empty sample
+// gives 0.
 func statOf(s *pipeline.Sample, stat string) (float64, bool) {
 	if s.Len() == 0 {
 		return 0, true
@@ -212,6 +291,16 @@ func statOf(s *pipeline.Sample, stat string) (float64, bool) {
 	return pipeline.Percentile(v, p), true
 }
 
+// summaryMs is the summary of a sample in the tool's unit, converted to
+// milliseconds statistic by statistic as the tool converts them.
+func (t Tool) summaryMs(s *pipeline.Sample) pipeline.Summary {
+	sum := s.Summary()
+	for _, f := range []*float64{&sum.Mean, &sum.Median, &sum.Std, &sum.Min, &sum.Max, &sum.P50, &sum.P90, &sum.P95, &sum.P99, &sum.P999} {
+		*f = t.toMs(*f)
+	}
+	return sum
+}
+
 // Figures returns the statistics of every run, each compared with the
 // summary saved for it, if any.
 func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
@@ -232,7 +321,7 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 			f.Run = "run " + strconv.Itoa(run+1)
 		}
 		for _, m := range metrics {
-			f.Metrics = append(f.Metrics, pipeline.ToolMetric{Name: m.name, Ours: m.ours, Summary: m.pick(r).Summary()})
+			f.Metrics = append(f.Metrics, pipeline.ToolMetric{Name: m.name, Ours: m.ours, Summary: p.tool.summaryMs(m.pick(r))})
 		}
 		switch p.tool {
 		case ToolAIPerf:
@@ -252,6 +341,16 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 	return out
 }
 
+// lookupMetric finds the metric a saved key's name stands for.
+func lookupMetric(metrics []toolMetric, name string) *toolMetric {
+	for i := range metrics {
+		if metrics[i].name == name || slices.Contains(metrics[i].aliases, name) {
+			return &metrics[i]
+		}
+	}
+	return nil
+}
+
 func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, metrics []toolMetric) {
 	keys := make([]string, 0, len(s.Values))
 	for k := range s.Values {
@@ -264,12 +363,7 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 		if m == nil {
 			continue
 		}
-		var metric *toolMetric
-		for i := range metrics {
-			if metrics[i].name == m[2] {
-				metric = &metrics[i]
-			}
-		}
+		metric := lookupMetric(metrics, m[2])
 		if metric == nil {
 			continue
 		}
@@ -281,6 +375,7 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 		if !ok {
 			continue
 		}
+		got = p.tool.toMs(got)
 		f.Checked++
 		if want := s.Values[key]; !agree(want, got) {
 			f.Mismatches = append(f.Mismatches, pipeline.ToolMismatch{Key: key, Saved: want, Computed: got})
@@ -295,6 +390,7 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 	if skippedE2E {
 		f.Notes = append(f.Notes, "tpot and e2e_latency not compared: SGLang times a request's end when the stream closes, after the last chunk, and the file keeps no per-request end; underrun's E2E (and so TPOT) ends at the last chunk")
 	}
+	f.Notes = append(f.Notes, s.Notes...)
 }
 
 // agree reports whether a saved value and a recomputed one agree within

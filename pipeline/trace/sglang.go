@@ -23,10 +23,13 @@ func sniffSGLang(head []byte) bool {
 		return false
 	}
 	line, _, _ := bytes.Cut(head, []byte("\n"))
-	for _, k := range []string{`"total_output_tokens_retokenized"`, `"mean_e2e_latency_ms"`, `"median_e2e_latency_ms"`} {
+	for _, k := range sglangKeys {
 		if bytes.Contains(line, []byte(k)) {
 			return true
 		}
 	}
 	return false
 }
+
+// sglangKeys are the keys only SGLang writes, quoted as in the file.
+var sglangKeys = []string{`"total_output_tokens_retokenized"`, `"mean_e2e_latency_ms"`, `"median_e2e_latency_ms"`}

@@ -236,6 +236,15 @@ func fuzzTool(f *testing.F, format, path string) {
 	f.Add(b)
 	f.Add(b[:len(b)/3])
 	f.Add([]byte("{}"))
+	// the hostile inputs of issue 20: counts and times past the limits
+	for _, r := range []*strings.Replacer{
+		strings.NewReplacer(`"output_lens": [4,`, `"output_lens": [1000000,`, `"output_token_count": {"value": 3,`, `"output_token_count": {"value": 2000000000,`,
+			`\"completion_tokens\": 5`, `\"completion_tokens\": 2000000000`),
+		strings.NewReplacer(`[0.05]`, `[9223372036.9]`, `"value": 120.5, "unit": "ms"`, `"value": 9.3e18, "unit": "ns"`,
+			`1764669700196000000`, `9223372036854775807`),
+	} {
+		f.Add([]byte(r.Replace(string(b))))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dec, err := Open(bytes.NewReader(data), "fuzz", format)
 		if err != nil {
@@ -243,18 +252,38 @@ func fuzzTool(f *testing.F, format, path string) {
 		}
 		for range 100000 {
 			turn, err := dec.Next()
+			checkFootprint(t, dec, data)
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrFormat) {
 					t.Fatalf("error not ErrFormat: %v", err)
 				}
 				return
 			}
-			if err := turn.Validate(); err != nil {
-				t.Fatalf("reader returned an invalid turn: %v", err)
-			}
+			checkTurn(t, turn)
 		}
 		t.Fatal("reader did not finish")
 	})
+}
+
+// checkTurn fails a fuzz run whose reader returned a turn that cannot be
+// real or that the rest of the tool cannot hold.
+func checkTurn(t *testing.T, turn *pipeline.Turn) {
+	t.Helper()
+	if err := turn.Validate(); err != nil {
+		t.Fatalf("reader returned an invalid turn: %v", err)
+	}
+	if err := checkLimits(turn); err != nil {
+		t.Fatalf("reader returned a turn past the limits: %v", err)
+	}
+}
+
+// checkFootprint fails a fuzz run whose reader holds memory out of
+// proportion to its input.
+func checkFootprint(t *testing.T, dec Decoder, data []byte) {
+	t.Helper()
+	if n, most := footprint(dec), 2<<20+64*len(data); n > most {
+		t.Fatalf("reader holds %d bytes for %d bytes of input; want at most %d", n, len(data), most)
+	}
 }
 
 func FuzzVLLMReader(f *testing.F)   { fuzzTool(f, "vllm", "testdata/vllm/basic/result.json") }

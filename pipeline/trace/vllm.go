@@ -46,10 +46,11 @@ const (
 	colText   = "generated_texts"
 	colErr    = "errors"
 	colStart  = "start_times"
-	colsCount = 6
+	colLat    = "latencies"
+	colsCount = 7
 )
 
-var columnNames = [colsCount]string{colTTFT, colITL, colOut, colText, colErr, colStart}
+var columnNames = [colsCount]string{colTTFT, colITL, colOut, colText, colErr, colStart, colLat}
 
 type columnIndex struct {
 	present bool
@@ -99,7 +100,11 @@ type ColumnarReader struct {
 	cur    [colsCount]*scanner
 	itl    []int64   // the ITLs of the request being read, in nanoseconds
 	keys   []decimal // and their exact decimals
-	ends   []int     // where the words of the request's text end
+	ttft   decimal   // the request's TTFT and latency, exactly
+	lat    decimal
+	hasLat bool
+	exact  exactTimes // the request's times as floats, once asked for
+	ends   []int      // where the words of the request's text end
 	err    error
 	opened bool
 	input  io.Reader
@@ -199,7 +204,7 @@ func (d *ColumnarReader) index() error {
 		if d.tool == ToolSGLang {
 			ri.summary.Label = "line " + strconv.Itoa(s.line)
 		}
-		key := ""
+		key, legacy := "", false
 		s.where = func() string { return strconv.Quote(key) }
 		err = s.object(func(k string) error {
 			key = k
@@ -222,6 +227,9 @@ func (d *ColumnarReader) index() error {
 			if err != nil {
 				return s.ioError(err)
 			}
+			if k == "best_of" || k == "use_beam_search" {
+				legacy = true
+			}
 			if k == "completed" && c != 'n' {
 				v, _, err := s.integer()
 				ri.summary.Completed = int(v)
@@ -238,6 +246,9 @@ func (d *ColumnarReader) index() error {
 		s.where = nil
 		if err != nil {
 			return err
+		}
+		if legacy && d.tool == ToolVLLM && !ri.cols[colIndex(colLat)].present {
+			ri.summary.Notes = append(ri.summary.Notes, legacyNote)
 		}
 		if err := d.checkLengths(&ri); err != nil {
 			return err
@@ -276,6 +287,22 @@ func (d *ColumnarReader) checkLengths(ri *runIndex) error {
 			ErrFormat, d.name, ri.line, colTTFT, colITL, d.tool)
 	}
 	return nil
+}
+
+// legacyNote says why a file of vLLM's benchmark_serving.py of 2024 has a
+// saved TPOT and E2E above what its ITLs give.
+const legacyNote = "this file is from vLLM's benchmark_serving.py of 2024 (best_of, use_beam_search): " +
+	"it timed a request's end at [DONE], after the last token, and kept that latency only in its summary, " +
+	"so its saved TPOT and E2E run a little above what the file's TTFTs and ITLs give; TTFT and ITL compare exactly"
+
+// colIndex returns the index of a per-request array by its name.
+func colIndex(name string) int {
+	for i, n := range columnNames {
+		if n == name {
+			return i
+		}
+	}
+	panic("trace: no array " + name)
 }
 
 // Next returns the next request as a turn, or io.EOF after the last.
@@ -350,7 +377,7 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 		text, errText   string
 		hasText, hasOut bool
 	)
-	d.itl, d.keys = d.itl[:0], d.keys[:0]
+	d.itl, d.keys, d.ttft, d.hasLat = d.itl[:0], d.keys[:0], decimal{}, false
 	for ci, s := range d.cur {
 		if s == nil {
 			continue
@@ -367,7 +394,7 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 		case colTTFT:
 			var isNull bool
 			if isNull, err = s.null(); !isNull && err == nil {
-				ttft, _, err = s.scaledNumber(9)
+				ttft, d.ttft, err = s.scaledNumber(9)
 			}
 			if err == nil && (ttft < 0 || ttft > maxSeconds*1e9) {
 				err = s.errorf("time to first token %v is out of range; want 0 to %d s", time.Duration(ttft), maxSeconds)
@@ -381,8 +408,8 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 			}
 		case colOut:
 			outLen, hasOut, err = s.integer()
-			if err == nil && outLen < 0 {
-				err = s.errorf("output length %d is negative", outLen)
+			if err == nil && (outLen < 0 || outLen > MaxTurnTokens) {
+				err = s.errorf("output length %d; want a count from 0 to %d", outLen, MaxTurnTokens)
 			}
 		case colText:
 			text, err = s.str()
@@ -391,6 +418,16 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 			errText, err = s.str()
 		case colStart:
 			start, _, err = s.finite()
+		case colLat:
+			var isNull bool
+			if isNull, err = s.null(); !isNull && err == nil {
+				var ns int64
+				ns, d.lat, err = s.scaledNumber(9)
+				d.hasLat = err == nil
+				if err == nil && (ns < 0 || ns > maxSeconds*1e9) {
+					err = s.errorf("latency %v is out of range; want 0 to %d s", time.Duration(ns), maxSeconds)
+				}
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -456,10 +493,6 @@ func (d *ColumnarReader) chunks(t *pipeline.Turn, ttft int64) error {
 	t.Chunks = chunks
 	return nil
 }
-
-// maxSeconds bounds the times a reader accepts: a request of a year is
-// a broken file, and nanoseconds must fit an int64.
-const maxSeconds = 365 * 24 * 3600
 
 // spreadTokens shares n tokens over the chunks as evenly as possible, in
 // order, each chunk keeping at least one (n >= len(chunks)).
@@ -593,10 +626,26 @@ func sniffVLLM(head []byte) bool {
 	if len(head) == 0 || head[0] != '{' || sniffSGLang(head) {
 		return false
 	}
-	for _, k := range []string{`"ttfts"`, `"itls"`, `"tokenizer_id"`, `"mean_ttft_ms"`, `"input_lens"`} {
+	for _, k := range vllmKeys {
 		if bytes.Contains(head, []byte(k)) {
 			return true
 		}
 	}
 	return false
+}
+
+// vllmKeys are the keys that tell a vLLM result, quoted as in the file.
+var vllmKeys = []string{`"ttfts"`, `"itls"`, `"tokenizer_id"`, `"mean_ttft_ms"`, `"input_lens"`}
+
+// exactTimes gives the times of the request Next returned last as the
+// file has them: the floats of seconds the tool wrote, converted from the
+// decimals only now, so that reading alone does not pay for them.
+func (d *ColumnarReader) exactTimes() *exactTimes {
+	ex := &d.exact
+	ex.ttft, ex.latency, ex.hasLatency = d.ttft.toFloat(), d.lat.toFloat(), d.hasLat
+	ex.itls = ex.itls[:0]
+	for _, k := range d.keys {
+		ex.itls = append(ex.itls, k.toFloat())
+	}
+	return ex
 }

@@ -1,4 +1,4 @@
-package openai
+package trace
 
 import (
 	"strings"
@@ -202,7 +202,7 @@ func TestStreamCancelled(t *testing.T) {
 	s := NewStream("t", "", time.Time{})
 	s.Response(200, "text/event-stream", 0)
 	_ = s.Read([]byte(chat(`{"content":"a"}`)), time.Millisecond)
-	s.Close(2*time.Millisecond, errCancelled, true)
+	s.Close(2*time.Millisecond, ErrCancelled, true)
 	if s.Turn.Status != pipeline.StatusCancelled || s.Turn.Error != "cancelled" || len(s.Turn.Chunks) != 1 {
 		t.Fatalf("turn %+v", s.Turn)
 	}

@@ -1,4 +1,4 @@
-package openai
+package trace
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// collected is an Event copied out of the callback.
+// collected is an SSEEvent copied out of the callback.
 type collected struct {
 	Comment      bool
 	Type, ID     string
@@ -25,9 +25,9 @@ func (c collected) String() string {
 
 // parseAll feeds reads (each arriving at its index in ms) and closes.
 func parseAll(reads []string) ([]collected, error) {
-	var p Parser
+	var p SSEParser
 	var out []collected
-	emit := func(e *Event) error {
+	emit := func(e *SSEEvent) error {
 		out = append(out, collected{e.Comment, e.Type, e.ID, string(e.Data), e.At, e.First, e.Lines, e.Unterminated})
 		return nil
 	}
@@ -70,7 +70,7 @@ func TestParser(t *testing.T) {
 		{"blank lines between events", []string{"\n\n\ndata: a\n\n\n"}, []collected{{Data: "a", Lines: 2}}, nil},
 		{"unterminated last event", []string{"data: a\n\ndata: [DONE]\n"},
 			[]collected{{Data: "a", Lines: 2}, {Data: "[DONE]", At: ms, Lines: 1, Unterminated: true}}, nil},
-		{"partial last line", []string{"data: a\n\ndata: [DO"}, []collected{{Data: "a", Lines: 2}}, ErrTruncated},
+		{"partial last line", []string{"data: a\n\ndata: [DO"}, []collected{{Data: "a", Lines: 2}}, ErrSSETruncated},
 		{"empty stream", []string{""}, nil, nil},
 		{"id with NUL ignored", []string{"id: a\x00b\ndata: x\n\n"}, []collected{{Data: "x", Lines: 3}}, nil},
 	}
@@ -90,23 +90,23 @@ func TestParser(t *testing.T) {
 
 func TestParserLineTooLong(t *testing.T) {
 	t.Parallel()
-	var p Parser
-	big := strings.Repeat("x", MaxLine/2+1)
-	emit := func(*Event) error { return nil }
+	var p SSEParser
+	big := strings.Repeat("x", MaxSSELine/2+1)
+	emit := func(*SSEEvent) error { return nil }
 	if err := p.Feed([]byte("data: "+big), 0, emit); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Feed([]byte(big+"\n"), 0, emit); !errors.Is(err, ErrLineTooLong) {
-		t.Fatalf("error %v, want ErrLineTooLong", err)
+	if err := p.Feed([]byte(big+"\n"), 0, emit); !errors.Is(err, ErrSSELineTooLong) {
+		t.Fatalf("error %v, want ErrSSELineTooLong", err)
 	}
 }
 
 func TestParserEmitError(t *testing.T) {
 	t.Parallel()
-	var p Parser
+	var p SSEParser
 	stop := errors.New("stop")
 	n := 0
-	err := p.Feed([]byte("data: a\n\ndata: b\n\n"), 0, func(*Event) error { n++; return stop })
+	err := p.Feed([]byte("data: a\n\ndata: b\n\n"), 0, func(*SSEEvent) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("got error %v after %d events, want stop after 1", err, n)
 	}
@@ -149,8 +149,8 @@ func FuzzParser(f *testing.F) {
 
 func BenchmarkParser(b *testing.B) {
 	ev := []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" hello"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
-	var p Parser
-	emit := func(*Event) error { return nil }
+	var p SSEParser
+	emit := func(*SSEEvent) error { return nil }
 	b.ReportAllocs()
 	b.SetBytes(int64(len(ev)))
 	for i := 0; b.Loop(); i++ {

@@ -1,4 +1,4 @@
-package openai
+package trace
 
 import (
 	"bytes"
@@ -63,14 +63,14 @@ type Stream struct {
 	// OnChunk, when set, is called with each chunk as it is recorded.
 	OnChunk func(pipeline.Chunk)
 
-	parser    Parser
+	parser    SSEParser
 	sse       bool
 	body      []byte // the body of a response that is not an event stream
 	errs      []string
 	lastUsage int
 	lastRead  time.Duration
 	closed    bool
-	emitFn    func(*Event) error
+	emitFn    func(*SSEEvent) error
 }
 
 // NewStream returns a Stream for turn id of session (may be ""), whose
@@ -144,7 +144,7 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 	switch {
 	case cancelled:
 		s.Turn.Status, s.Turn.Error = pipeline.StatusCancelled, "cancelled"
-		if err != nil && !errors.Is(err, errCancelled) {
+		if err != nil && !errors.Is(err, ErrCancelled) {
 			s.Turn.Error = "cancelled: " + err.Error()
 		}
 	case len(s.errs) > 0:
@@ -156,9 +156,9 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 	}
 }
 
-// errCancelled is the error a cancelled read reports when nothing more
+// ErrCancelled is the error a cancelled read reports when nothing more
 // specific is known.
-var errCancelled = errors.New("cancelled")
+var ErrCancelled = errors.New("cancelled")
 
 // httpError words an HTTP error response, with the message of an OpenAI
 // error body when there is one.
@@ -180,7 +180,7 @@ func httpError(status int, body []byte) string {
 
 var doneData = []byte("[DONE]")
 
-func (s *Stream) event(e *Event) error {
+func (s *Stream) event(e *SSEEvent) error {
 	if e.Comment {
 		s.Stats.Comments++
 		return nil

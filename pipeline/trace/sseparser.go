@@ -1,4 +1,4 @@
-package openai
+package trace
 
 import (
 	"bytes"
@@ -7,23 +7,23 @@ import (
 	"time"
 )
 
-// MaxLine is the longest SSE line a Parser accepts; a longer one is an
-// error (ErrLineTooLong) rather than unbounded memory.
-const MaxLine = 4 << 20
+// MaxSSELine is the longest SSE line a SSEParser accepts; a longer one is an
+// error (ErrSSELineTooLong) rather than unbounded memory.
+const MaxSSELine = 4 << 20
 
 // Errors of the SSE parser.
 var (
-	// ErrLineTooLong reports a line longer than MaxLine.
-	ErrLineTooLong = errors.New("SSE line too long")
-	// ErrTruncated reports a stream that ended inside a line: the bytes
+	// ErrSSELineTooLong reports a line longer than MaxSSELine.
+	ErrSSELineTooLong = errors.New("SSE line too long")
+	// ErrSSETruncated reports a stream that ended inside a line: the bytes
 	// after the last line end were never a whole line.
-	ErrTruncated = errors.New("stream ended inside an SSE line")
+	ErrSSETruncated = errors.New("stream ended inside an SSE line")
 )
 
-// Event is one server-sent event, or one comment line, as Parser found it.
-// The Event and its byte slices are valid only until the emit callback
+// SSEEvent is one server-sent event, or one comment line, as SSEParser found it.
+// The SSEEvent and its byte slices are valid only until the emit callback
 // returns.
-type Event struct {
+type SSEEvent struct {
 	// Comment is true for a comment line (": keep-alive"); Data then holds
 	// the text after the colon, and the other fields are unset.
 	Comment bool
@@ -45,13 +45,13 @@ type Event struct {
 	Unterminated bool
 }
 
-// Parser splits a server-sent event stream into events as its bytes
+// SSEParser splits a server-sent event stream into events as its bytes
 // arrive, following the WHATWG EventSource rules: lines end in LF, CRLF
 // or CR (also when a CRLF is split across reads); lines starting with ':'
 // are comments; "data:" lines accumulate, joined by LF; a blank line
-// dispatches the event, unless it has no data. The zero Parser is ready;
+// dispatches the event, unless it has no data. The zero SSEParser is ready;
 // it is not safe for concurrent use.
-type Parser struct {
+type SSEParser struct {
 	line    []byte        // a line whose end has not arrived
 	lineAt  time.Duration // arrival of the pending line's first byte
 	lastCR  bool          // the last line ended in CR: a leading LF is its end
@@ -62,7 +62,7 @@ type Parser struct {
 	lines   int
 	first   time.Duration
 	started bool
-	ev      Event // handed to emit, reused
+	ev      SSEEvent // handed to emit, reused
 	// Dropped counts events that ended without data and so, by the rules,
 	// were not dispatched.
 	Dropped int
@@ -71,15 +71,15 @@ type Parser struct {
 }
 
 // Reset makes p ready for a new stream, keeping its memory.
-func (p *Parser) Reset() {
-	*p = Parser{line: p.line[:0], data: p.data[:0]}
-	p.ev = Event{}
+func (p *SSEParser) Reset() {
+	*p = SSEParser{line: p.line[:0], data: p.data[:0]}
+	p.ev = SSEEvent{}
 }
 
 // Feed parses the bytes of one read that arrived at time at, calling emit
 // for every event or comment they complete. An error from emit stops the
 // parse and is returned.
-func (p *Parser) Feed(b []byte, at time.Duration, emit func(*Event) error) error {
+func (p *SSEParser) Feed(b []byte, at time.Duration, emit func(*SSEEvent) error) error {
 	p.Bytes += int64(len(b))
 	for len(b) > 0 {
 		if p.lastCR {
@@ -94,16 +94,16 @@ func (p *Parser) Feed(b []byte, at time.Duration, emit func(*Event) error) error
 			if len(p.line) == 0 {
 				p.lineAt = at
 			}
-			if len(p.line)+len(b) > MaxLine {
-				return fmt.Errorf("%w: over %d bytes without a line end", ErrLineTooLong, MaxLine)
+			if len(p.line)+len(b) > MaxSSELine {
+				return fmt.Errorf("%w: over %d bytes without a line end", ErrSSELineTooLong, MaxSSELine)
 			}
 			p.line = append(p.line, b...)
 			return nil
 		}
 		line, lineAt := b[:i], at
 		if len(p.line) > 0 {
-			if len(p.line)+i > MaxLine {
-				return fmt.Errorf("%w: over %d bytes without a line end", ErrLineTooLong, MaxLine)
+			if len(p.line)+i > MaxSSELine {
+				return fmt.Errorf("%w: over %d bytes without a line end", ErrSSELineTooLong, MaxSSELine)
 			}
 			p.line = append(p.line, b[:i]...)
 			line, lineAt = p.line, p.lineAt
@@ -121,8 +121,8 @@ func (p *Parser) Feed(b []byte, at time.Duration, emit func(*Event) error) error
 
 // Close ends the stream at time at. An event whose lines were all whole
 // but whose blank line never came is dispatched, marked Unterminated; a
-// partial last line is dropped and reported as ErrTruncated.
-func (p *Parser) Close(at time.Duration, emit func(*Event) error) error {
+// partial last line is dropped and reported as ErrSSETruncated.
+func (p *SSEParser) Close(at time.Duration, emit func(*SSEEvent) error) error {
 	var err error
 	if p.hasData {
 		err = p.dispatch(at, true, emit)
@@ -131,17 +131,17 @@ func (p *Parser) Close(at time.Duration, emit func(*Event) error) error {
 	if len(p.line) > 0 {
 		n := len(p.line)
 		p.line = p.line[:0]
-		return errors.Join(err, fmt.Errorf("%w (%d bytes)", ErrTruncated, n))
+		return errors.Join(err, fmt.Errorf("%w (%d bytes)", ErrSSETruncated, n))
 	}
 	return err
 }
 
-func (p *Parser) resetEvent() {
+func (p *SSEParser) resetEvent() {
 	p.data = p.data[:0]
 	p.hasData, p.typ, p.id, p.lines, p.started = false, "", "", 0, false
 }
 
-func (p *Parser) processLine(line []byte, lineAt, at time.Duration, emit func(*Event) error) error {
+func (p *SSEParser) processLine(line []byte, lineAt, at time.Duration, emit func(*SSEEvent) error) error {
 	if len(line) == 0 {
 		if !p.hasData {
 			if p.lines > 0 {
@@ -156,7 +156,7 @@ func (p *Parser) processLine(line []byte, lineAt, at time.Duration, emit func(*E
 		return err
 	}
 	if line[0] == ':' {
-		p.ev = Event{Comment: true, Data: line[1:], At: at, First: lineAt, Lines: 1}
+		p.ev = SSEEvent{Comment: true, Data: line[1:], At: at, First: lineAt, Lines: 1}
 		return emit(&p.ev)
 	}
 	if !p.started {
@@ -188,8 +188,8 @@ func (p *Parser) processLine(line []byte, lineAt, at time.Duration, emit func(*E
 	return nil
 }
 
-func (p *Parser) dispatch(at time.Duration, unterminated bool, emit func(*Event) error) error {
-	p.ev = Event{Type: p.typ, ID: p.id, Data: p.data, At: at, First: p.first,
+func (p *SSEParser) dispatch(at time.Duration, unterminated bool, emit func(*SSEEvent) error) error {
+	p.ev = SSEEvent{Type: p.typ, ID: p.id, Data: p.data, At: at, First: p.first,
 		Lines: p.lines, Unterminated: unterminated}
 	return emit(&p.ev)
 }

@@ -1,4 +1,4 @@
-package openai
+package trace
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func decodeDelta(data []byte) (Delta, error) {
 	return ParseDelta(data)
 }
 
-// parsers are reused by fastDelta; a fastjson.Parser serves one goroutine
+// parsers are reused by fastDelta; a fastjson.SSEParser serves one goroutine
 // at a time.
 var parsers fastjson.ParserPool
 

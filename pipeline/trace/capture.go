@@ -1,7 +1,6 @@
-package openai
+package trace
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -24,9 +23,25 @@ const (
 // MaxCaptureLine is the longest record line a CaptureReader accepts.
 const MaxCaptureLine = 8 << 20
 
-// ErrCapture reports input that is not a valid SSE capture. Errors
-// wrapping it name the input, the line and what was expected.
-var ErrCapture = errors.New("invalid SSE capture")
+// ErrCapture reports input that is not a valid SSE capture; it is an
+// ErrFormat too. Errors wrapping it name the input, the line and what was
+// expected.
+var ErrCapture = fmt.Errorf("%w (SSE capture)", ErrFormat)
+
+// The raw SSE capture reads as a trace: its bytes are parsed again exactly
+// as the live client parsed them.
+func init() {
+	Formats = append(Formats, Format{
+		Name:     "sse",
+		Describe: "raw OpenAI SSE capture with arrival times (underrun capture --sse)",
+		Sniff:    SniffCapture,
+		Open: func(r io.Reader, name string) (Decoder, error) {
+			return NewCaptureReader(r, name), nil
+		},
+	})
+}
+
+var _ Decoder = (*CaptureReader)(nil)
 
 // A raw SSE capture is JSON Lines: a header, then for each stream (they
 // may interleave) a request record, a response record, one read record
@@ -149,7 +164,7 @@ func (s *CaptureStream) Read(b []byte, at time.Duration) error {
 // for the end of the body), cancelled that the client gave up.
 func (s *CaptureStream) Close(at time.Duration, readErr error, cancelled bool) error {
 	rec := captureRecord{Type: "close", Cancelled: cancelled}
-	if readErr != nil && !errors.Is(readErr, errCancelled) {
+	if readErr != nil && !errors.Is(readErr, ErrCancelled) {
 		rec.ReadError = readErr.Error()
 	}
 	return s.put(&rec, at)
@@ -170,8 +185,7 @@ func SniffCapture(head []byte) bool {
 // bad line is an error naming the input and the line.
 type CaptureReader struct {
 	name      string
-	r         *bufio.Reader
-	line      int
+	lines     jsonLines
 	open      map[string]*Stream
 	order     []string
 	seen      map[string]bool
@@ -183,11 +197,11 @@ type CaptureReader struct {
 
 // NewCaptureReader returns a reader of r; name labels errors.
 func NewCaptureReader(r io.Reader, name string) *CaptureReader {
-	return &CaptureReader{name: name, r: bufio.NewReaderSize(r, 256<<10), open: map[string]*Stream{}, seen: map[string]bool{}}
+	return &CaptureReader{name: name, lines: newJSONLines(r, MaxCaptureLine), open: map[string]*Stream{}, seen: map[string]bool{}}
 }
 
 func (d *CaptureReader) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s:%d: %s", ErrCapture, d.name, d.line, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s:%d: %s", ErrCapture, d.name, d.lines.line, fmt.Sprintf(format, args...))
 }
 
 // Next returns the next stream's turn, or io.EOF after the last.
@@ -199,36 +213,19 @@ func (d *CaptureReader) Next() (*pipeline.Turn, error) {
 	return &s.Turn, nil
 }
 
-func (d *CaptureReader) readLine() (line []byte, last bool, err error) {
-	line, err = d.r.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		buf := append([]byte(nil), line...)
-		for err == bufio.ErrBufferFull {
-			if len(buf) > MaxCaptureLine {
-				return nil, false, d.errorf("line longer than %d bytes; want one JSON record per line", MaxCaptureLine)
-			}
-			line, err = d.r.ReadSlice('\n')
-			buf = append(buf, line...)
-		}
-		line = buf
-	}
-	if err == io.EOF {
-		return line, true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("%s:%d: %w", d.name, d.line+1, err)
-	}
-	return line[:len(line)-1], false, nil
-}
-
 // NextStream returns the next stream, with its Stats, or io.EOF.
 func (d *CaptureReader) NextStream() (*Stream, error) {
 	for !d.done {
-		line, last, err := d.readLine()
-		if err != nil {
-			return nil, err
+		line, last, err := d.lines.next()
+		switch {
+		case err == io.EOF:
+			d.done = true
+			continue
+		case err == errLongLine:
+			return nil, d.errorf("line longer than %d bytes; want one JSON record per line", MaxCaptureLine)
+		case err != nil:
+			return nil, fmt.Errorf("%s:%d: %w", d.name, d.lines.line, err)
 		}
-		d.line++
 		if last {
 			d.done = true
 		}
@@ -238,7 +235,9 @@ func (d *CaptureReader) NextStream() (*Stream, error) {
 		}
 		s, err := d.record(line)
 		if err != nil {
-			if last && errors.Is(err, errCaptureSyntax) {
+			// a crash while a record was written leaves its line cut
+			// off; a file whose only line is not a record is no capture
+			if last && d.sawRecord && errors.Is(err, errCaptureSyntax) {
 				d.Truncated = true
 				break
 			}
@@ -248,7 +247,8 @@ func (d *CaptureReader) NextStream() (*Stream, error) {
 			return s, nil
 		}
 	}
-	if !d.sawRecord && !d.Truncated {
+	if !d.sawRecord {
+		d.lines.line = max(d.lines.line, 1)
 		return nil, d.errorf("empty input; want an SSE capture with at least one stream")
 	}
 	for len(d.order) > 0 {
@@ -256,6 +256,9 @@ func (d *CaptureReader) NextStream() (*Stream, error) {
 		d.order = d.order[1:]
 		if s, ok := d.open[id]; ok {
 			delete(d.open, id)
+			if err := checkLimits(&s.Turn); err != nil {
+				return nil, d.errorf("stream %q: %v", id, err)
+			}
 			s.Turn.Status = pipeline.StatusIncomplete
 			return s, nil
 		}
@@ -326,8 +329,8 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		return nil, d.errorf(`%s record of stream %q has no "t_ns"; want nanoseconds since the request`, rec.Type, rec.Stream)
 	}
 	at := time.Duration(*rec.TNs)
-	if at < 0 {
-		return nil, d.errorf("%s record of stream %q has t_ns %d; want a time >= 0", rec.Type, rec.Stream, *rec.TNs)
+	if at < 0 || at > MaxTime {
+		return nil, d.errorf("%s record of stream %q has t_ns %d; want a time from 0 to %d (a year)", rec.Type, rec.Stream, *rec.TNs, int64(MaxTime))
 	}
 	if last := max(s.Stats.Headers, s.lastRead); at < last {
 		return nil, d.errorf("%s record of stream %q has t_ns %d, before the previous record's %d; want arrival order", rec.Type, rec.Stream, *rec.TNs, int64(last))
@@ -366,10 +369,13 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		case rec.ReadError != "":
 			readErr = errors.New(rec.ReadError)
 		case rec.Cancelled:
-			readErr = errCancelled
+			readErr = ErrCancelled
 		}
 		s.Close(at, readErr, rec.Cancelled)
 		delete(d.open, rec.Stream)
+		if err := checkLimits(&s.Turn); err != nil {
+			return nil, d.errorf("stream %q: %v", rec.Stream, err)
+		}
 		return s, nil
 	}
 	return nil, nil
