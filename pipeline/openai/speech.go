@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts/stream"
 )
 
@@ -192,10 +193,10 @@ func (s *Speech) Synthesize(ctx context.Context, text string) (stream.Utterance,
 		return nil, fmt.Errorf("%w: %s %q: %w", stream.ErrSynthesis, s.Name(), clipText(text), err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, trace.MaxErrorBody))
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("%w: %s %q: %s", stream.ErrSynthesis, s.Name(), clipText(text), httpError(resp.StatusCode, b))
+		return nil, fmt.Errorf("%w: %s %q: %s", stream.ErrSynthesis, s.Name(), clipText(text), trace.HTTPErrorText(resp.StatusCode, b))
 	}
 	u := &speechUtterance{s: s, text: text, body: resp.Body, cancel: cancel, counted: &countingReader{r: resp.Body}}
 	if err := u.open(resp.Header.Get("Content-Type")); err != nil {
@@ -289,7 +290,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // speech.audio.done; an "error" in an event fails the stream.
 type sseAudio struct {
 	src    io.Reader
-	parser Parser
+	parser trace.SSEParser
 	out    []byte // decoded audio not yet read
 	buf    []byte
 	done   bool
@@ -331,7 +332,7 @@ type speechEvent struct {
 	Error json.RawMessage `json:"error"`
 }
 
-func (a *sseAudio) event(e *Event) error {
+func (a *sseAudio) event(e *trace.SSEEvent) error {
 	if e.Comment || a.done {
 		return nil
 	}
@@ -341,7 +342,7 @@ func (a *sseAudio) event(e *Event) error {
 	}
 	switch {
 	case len(ev.Error) > 0 && string(ev.Error) != "null":
-		return fmt.Errorf("error in the speech stream: %s", errorMessage(ev.Error))
+		return fmt.Errorf("error in the speech stream: %s", trace.ErrorMessage(ev.Error))
 	case ev.Type == "speech.audio.done":
 		a.done = true
 	case ev.Type == "speech.audio.delta":

@@ -82,7 +82,7 @@ func ParseDelta(data []byte) (Delta, error) {
 		return d, fmt.Errorf("chunk is not a JSON object: %w", err)
 	}
 	if len(w.Error) > 0 && !bytes.Equal(w.Error, []byte("null")) {
-		d.Error = errorMessage(w.Error)
+		d.Error = ErrorMessage(w.Error)
 	} else if w.Object == "error" {
 		d.Error = w.Message
 		if d.Error == "" {
@@ -127,9 +127,9 @@ func ParseDelta(data []byte) (Delta, error) {
 	return d, nil
 }
 
-// errorMessage digs the message out of an error value: a string, or an
+// ErrorMessage digs the message out of an error value: a string, or an
 // object with "message" (and maybe "type" and "code").
-func errorMessage(raw json.RawMessage) string {
+func ErrorMessage(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s

@@ -10,9 +10,9 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-// maxErrorBody is how much of a response that is not an event stream (an
+// MaxErrorBody is how much of a response that is not an event stream (an
 // HTTP error, a JSON answer) a Stream keeps for its error text.
-const maxErrorBody = 64 << 10
+const MaxErrorBody = 64 << 10
 
 // StreamStats counts everything a stream carried besides its chunks, so
 // that nothing the server sent goes unrecorded.
@@ -100,7 +100,7 @@ func (s *Stream) Read(b []byte, at time.Duration) error {
 	s.Stats.Bytes += int64(len(b))
 	s.lastRead = max(s.lastRead, at)
 	if !s.sse {
-		if room := maxErrorBody - len(s.body); room > 0 {
+		if room := MaxErrorBody - len(s.body); room > 0 {
 			s.body = append(s.body, b[:min(len(b), room)]...)
 		}
 		return nil
@@ -134,7 +134,7 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 	}
 	switch {
 	case s.Stats.HTTPStatus != 0 && (s.Stats.HTTPStatus < 200 || s.Stats.HTTPStatus >= 300):
-		s.errs = append([]string{httpError(s.Stats.HTTPStatus, s.body)}, s.errs...)
+		s.errs = append([]string{HTTPErrorText(s.Stats.HTTPStatus, s.body)}, s.errs...)
 	case s.Stats.HTTPStatus == 0 && err == nil && !cancelled:
 		s.errs = append(s.errs, "no response")
 	}
@@ -160,9 +160,9 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 // specific is known.
 var ErrCancelled = errors.New("cancelled")
 
-// httpError words an HTTP error response, with the message of an OpenAI
+// HTTPErrorText words an HTTP error response, with the message of an OpenAI
 // error body when there is one.
-func httpError(status int, body []byte) string {
+func HTTPErrorText(status int, body []byte) string {
 	msg := ""
 	if d, err := ParseDelta(body); err == nil && d.Error != "" {
 		msg = d.Error
