@@ -178,12 +178,20 @@ type wordChunker struct {
 }
 
 func (c *wordChunker) Append(_ time.Duration, text string) int {
-	for i, r := range text {
-		space := unicode.IsSpace(r)
+	for i := 0; i < len(text); {
+		space, size := false, 1
+		if b := text[i]; b < utf8.RuneSelf {
+			space = asciiClass[b] == classSpace
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			space = unicode.IsSpace(r)
+		}
 		if space && c.inWord {
-			c.released = c.n + i + utf8.RuneLen(r)
+			c.released = c.n + i + size
 		}
 		c.inWord = !space
+		i += size
 	}
 	c.n += len(text)
 	return c.released
@@ -193,45 +201,77 @@ func (c *wordChunker) Expire(time.Duration) int        { return c.released }
 func (c *wordChunker) Flush() int                      { c.released = c.n; return c.n }
 func (c *wordChunker) Reset()                          { *c = wordChunker{} }
 
-// sentenceChunker releases a sentence when its final punctuation (with any
-// closing quotes or brackets) is followed by white space and then the next
-// non-space character, as Pipecat's default aggregator does. With minLen it
-// also merges sentences shorter than minLen characters into the next one
-// and holds the last sentence back until more text arrives, as LiveKit's
-// sentence tokenizer does.
+// sentenceChunker is the plain sentence rule: a sentence is released when
+// its final punctuation (with any closing quotes or brackets) is followed
+// by white space and then the next character that is not white space; the
+// white space goes with the sentence.
 type sentenceChunker struct {
-	minLen       int
-	n, released  int
-	state        int // 0 in sentence, 1 after final punctuation, 2 in white space after it
-	pendingEnd   int // offset where the candidate sentence ends
-	sentenceRune int // characters since the last release
+	n, released int
+	state       uint8 // inSentence, afterEnd, inGap
+	pendingEnd  int   // offset where the candidate sentence ends
+}
+
+const (
+	inSentence uint8 = iota
+	afterEnd         // after sentence punctuation (and closers)
+	inGap            // in the white space after it
+)
+
+// Character classes of the plain sentence rule.
+const (
+	classOther uint8 = iota
+	classSpace
+	classEnd
+	classCloser
+)
+
+// asciiClass classifies the ASCII characters without decoding.
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = runeClass(r)
+	}
+	return t
+}()
+
+func runeClass(r rune) uint8 {
+	switch {
+	case unicode.IsSpace(r):
+		return classSpace
+	case IsSentenceEnd(r):
+		return classEnd
+	case isCloser(r):
+		return classCloser
+	}
+	return classOther
 }
 
 func (c *sentenceChunker) Append(_ time.Duration, text string) int {
-	for i, r := range text {
-		off := c.n + i
+	for i := 0; i < len(text); {
+		class, size := classOther, 1
+		if b := text[i]; b < utf8.RuneSelf {
+			class = asciiClass[b]
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			class = runeClass(r)
+		}
 		switch {
-		case unicode.IsSpace(r):
-			if c.state == 1 {
-				c.state = 2
+		case class == classSpace:
+			if c.state != inSentence {
+				c.state = inGap
+				c.pendingEnd = c.n + i + size
 			}
-			if c.state == 2 {
-				c.pendingEnd = off + utf8.RuneLen(r)
-			}
-		case IsSentenceEnd(r):
-			c.state = 1
-		case c.state == 1 && isCloser(r):
+		case class == classEnd:
+			c.state = afterEnd
+		case class == classCloser && c.state == afterEnd:
 			// still the end of the sentence
 		default:
-			if c.state == 2 && c.sentenceRune >= c.minLen {
+			if c.state == inGap {
 				c.released = c.pendingEnd
-				c.sentenceRune = 0
 			}
-			c.state = 0
+			c.state = inSentence
 		}
-		if !unicode.IsSpace(r) || c.sentenceRune > 0 {
-			c.sentenceRune++
-		}
+		i += size
 	}
 	c.n += len(text)
 	return c.released
@@ -248,7 +288,7 @@ func isCloser(r rune) bool {
 func (c *sentenceChunker) Deadline() (time.Duration, bool) { return 0, false }
 func (c *sentenceChunker) Expire(time.Duration) int        { return c.released }
 func (c *sentenceChunker) Flush() int                      { c.released = c.n; return c.n }
-func (c *sentenceChunker) Reset()                          { *c = sentenceChunker{minLen: c.minLen} }
+func (c *sentenceChunker) Reset()                          { *c = sentenceChunker{} }
 
 // scheduleChunker is ElevenLabs' chunk_length_schedule as LiveKit's
 // ElevenLabs plugin drives it when a schedule is given (auto_mode off): the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/tokens"
 	"github.com/speech-pipeline/underrun/tts"
 )
@@ -214,5 +215,60 @@ func TestChunkingPresetsMatchFrameworks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPresetsInTheEngine runs every preset through the engine on the
+// fixture replies: the speech chunks it builds are the chunker's (same
+// boundaries, same releasing token), released in time order. The engine
+// makes no speech chunk of text without audio (a lone "%" or emoji under
+// token chunking), so those are left out of the comparison.
+func TestPresetsInTheEngine(t *testing.T) {
+	t.Parallel()
+	replies := loadReplies(t)
+	for _, name := range []string{"token", "word", "sentence", "pipecat", "pipecat-0.0.96", "livekit", "livekit-basic", "elevenlabs", "elevenlabs-schedule", "cartesia", "timer:20ms"} {
+		p, err := tts.ParsePolicy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := pipeline.DefaultConfig()
+		cfg.Policy = p
+		for _, r := range replies {
+			play, err := pipeline.NewPlayout(cfg, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, tok := range r.Tokens {
+				if err := play.Push(pipeline.Chunk{At: time.Duration(i) * time.Millisecond, Text: tok, Tokens: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			play.End()
+			var want []chunk
+			for _, c := range stream(t, p.NewChunker(), r.Tokens) {
+				if cfg.Voice.Duration(c.Text) > 0 {
+					want = append(want, c)
+				}
+			}
+			var got []chunk
+			last := time.Duration(0)
+			for _, c := range play.Chunks {
+				if c.Release < last {
+					t.Errorf("%s %s: chunk released at %v after one at %v", name, r.ID, c.Release, last)
+				}
+				last = c.Release
+				trigger := c.Trigger
+				switch {
+				case c.Timer:
+					trigger = -2
+				case c.To == len(r.Text) && trigger == len(r.Tokens)-1 && len(want) > 0 && want[len(want)-1].Trigger == -1:
+					trigger = -1 // the end of the turn (the engine names the last token)
+				}
+				got = append(got, chunk{Text: r.Text[c.From:c.To], Trigger: trigger})
+			}
+			if !slices.Equal(normalize(got), normalize(want)) {
+				t.Errorf("%s %s: the engine's chunks differ from the chunker's:\n  engine:%s\n  chunker:%s", name, r.ID, formatChunks(got), formatChunks(want))
+			}
+		}
 	}
 }
