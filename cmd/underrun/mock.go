@@ -11,7 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/speech-pipeline/underrun/internal/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
@@ -55,6 +57,8 @@ type mockCommand struct {
 	model    string
 	events   string
 	force    bool
+	// allowHosts are the Host names served besides loopback ones
+	allowHosts []string
 }
 
 func newMockCommand(e *env) *cobra.Command {
@@ -76,6 +80,7 @@ func newMockCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.model, "model", openai.DefaultMockModel, "model name /v1/models reports (requests may name any)")
 	fs.StringVar(&c.events, "events", "", "log one zerolog JSON event per request to `FILE` (- for stderr)")
 	bindForce(fs, &c.force)
+	bindAllowHost(fs, &c.allowHosts, "")
 	return cmd
 }
 
@@ -160,13 +165,18 @@ func (c *mockCommand) run(ctx context.Context) error {
 	m := &openai.Mock{Turns: turns, Model: c.model, Logger: log}
 	fmt.Fprintf(c.env.stderr, "mock: streaming %d turn(s) from %s at http://%s/v1 (model %s); Ctrl-C to stop\n",
 		len(turns), from, ln.Addr(), c.model)
-	return serve(ctx, ln, m)
+	return serve(ctx, ln, m, c.allowHosts)
 }
 
 // serve serves h on ln until ctx is cancelled, then shuts down, giving
-// open streams a moment to finish.
-func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// open streams a moment to finish. Requests for a Host other than a
+// loopback name or one of hosts (--allow-host) are refused.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, allowHosts []string) error {
+	hosts, err := httpserver.AllowHosts(allowHosts)
+	if err != nil {
+		return usagef("--allow-host: %w", err)
+	}
+	srv := httpserver.New(hosts.Check(h, "--allow-host"))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -183,4 +193,11 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return err
 	}
 	return nil
+}
+
+// bindAllowHost binds --allow-host, the Host names a server answers
+// besides loopback ones (see internal/httpserver); more says what else
+// holds.
+func bindAllowHost(fs *pflag.FlagSet, hosts *[]string, more string) {
+	fs.StringSliceVar(hosts, "allow-host", nil, "`HOST` name to answer besides localhost, loopback addresses and the address listened on (repeatable; * for any)"+more+"; other names are refused, so that no web page can reach this server by DNS rebinding")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/speech-pipeline/underrun/internal/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
 	"github.com/speech-pipeline/underrun/pipeline/monitor/prometheus"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
@@ -99,6 +100,9 @@ type monitorCommand struct {
 	burst       int
 	queue       int
 	maxSessions int
+	maxSubs     int
+	maxPages    int
+	allowHosts  []string
 	grace       time.Duration
 	gcMemory    int
 	loadModel   bool
@@ -132,6 +136,9 @@ func newMonitorCommand(e *env) *cobra.Command {
 	fs.IntVar(&c.burst, "burst", monitor.DefaultBurst, "messages an ingest connection may send at once above --rate")
 	fs.IntVar(&c.queue, "queue", monitor.DefaultQueue, "messages a subscriber or page may fall behind before it is dropped")
 	fs.IntVar(&c.maxSessions, "max-sessions", monitor.DefaultMaxSessions, "ingest connections open at once")
+	fs.IntVar(&c.maxSubs, "max-subscribers", monitor.DefaultMaxSubscribers, "/events subscribers open at once")
+	fs.IntVar(&c.maxPages, "max-pages", monitor.DefaultMaxPages, "live pages (/live) open at once")
+	bindAllowHost(fs, &c.allowHosts, "; with --token every host is answered")
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
 	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (each token 50 ms, token chunking, no synthesizer latency), in place of the speech flags")
@@ -233,11 +240,12 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	opts := monitor.Options{
 		Config: cfg, WarnTolerance: c.warn, Token: c.token, Origins: c.origins,
 		MaxMessage: c.maxMessage, Rate: c.rate, Burst: c.burst, Queue: c.queue, MaxSessions: c.maxSessions,
+		MaxSubscribers: c.maxSubs, MaxPages: c.maxPages, AllowHosts: c.allowHosts,
 		Logger: zerolog.Nop(),
 	}
 	switch {
-	case c.maxMessage <= 0, c.rate <= 0, c.burst <= 0, c.queue <= 0, c.maxSessions <= 0:
-		return usagef("--max-message, --rate, --burst, --queue and --max-sessions must be positive")
+	case c.maxMessage <= 0, c.rate <= 0, c.burst <= 0, c.queue <= 0, c.maxSessions <= 0, c.maxSubs <= 0, c.maxPages <= 0:
+		return usagef("--max-message, --rate, --burst, --queue, --max-sessions, --max-subscribers and --max-pages must be positive")
 	case c.warn < 0:
 		return usagef("--warn-tolerance must not be negative, got %v", c.warn)
 	case c.gcMemory < 0:
@@ -567,7 +575,7 @@ func newMonitorEchoCommand(e *env) *cobra.Command {
 			if err != nil {
 				return usagef("--listen: %w", err)
 			}
-			hs := &http.Server{Handler: monitor.EchoHandler(), ReadHeaderTimeout: 10 * time.Second}
+			hs := httpserver.New(monitor.EchoHandler())
 			fmt.Fprintf(e.stderr, "underrun echo on http://%s/\n", ln.Addr())
 			go func() {
 				<-cmd.Context().Done()
@@ -706,7 +714,7 @@ func inProcess(echo bool, opts monitor.LoadOptions) (*target, error) {
 	}
 	t := &target{url: "http://" + ln.Addr().String()}
 	if echo {
-		hs := &http.Server{Handler: monitor.EchoHandler()}
+		hs := httpserver.New(monitor.EchoHandler())
 		go hs.Serve(ln)
 		t.stop = hs.Close
 		return t, nil

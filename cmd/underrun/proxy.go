@@ -56,6 +56,8 @@ type proxyCommand struct {
 	warn      time.Duration
 	session   string
 	force     bool
+	// allowHosts are the Host names served besides loopback ones
+	allowHosts []string
 }
 
 func newProxyCommand(e *env) *cobra.Command {
@@ -76,6 +78,7 @@ func newProxyCommand(e *env) *cobra.Command {
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
 	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request header that names a turn's session")
 	bindForce(fs, &c.force)
+	bindAllowHost(fs, &c.allowHosts, "")
 	c.engine.bind(fs)
 	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
 	c.out.live, c.out.replace = true, &c.force // its event log is written as it goes
@@ -143,7 +146,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.env.stderr, "proxy: http://%s -> %s; point your app at http://%s/v1; Ctrl-C to stop and report\n",
 		ln.Addr(), c.upstream, ln.Addr())
-	serveErr := serve(ctx, ln, p)
+	serveErr := serve(ctx, ln, p, c.allowHosts)
 	g.Close()
 	mu.Lock()
 	defer mu.Unlock()

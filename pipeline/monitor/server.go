@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fastjson"
 
+	"github.com/speech-pipeline/underrun/internal/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
@@ -40,6 +41,12 @@ const (
 	DefaultFlushInterval    = 2 * time.Millisecond
 	DefaultSnapshotInterval = 200 * time.Millisecond
 	DefaultWriteTimeout     = 5 * time.Second
+	// DefaultMaxSubscribers and DefaultMaxPages bound the /events
+	// subscribers and the live pages (/live) open at once: each costs a
+	// queue and, for a page, a snapshot every SnapshotInterval (3,000
+	// pages took 499 MB and sent 3.1 GB in 15 s).
+	DefaultMaxSubscribers = 256
+	DefaultMaxPages       = 32
 	// MaxPageRows is how many sessions the live page's table lists: those
 	// closest to going silent first.
 	MaxPageRows = 200
@@ -61,6 +68,12 @@ type Options struct {
 	// Token, when set, must come with every request but the page's
 	// static files: "Authorization: Bearer TOKEN" or "?token=TOKEN".
 	Token string
+	// AllowHosts are the Host names the monitor answers besides loopback
+	// ones (localhost, 127.0.0.1, [::1], the address a request came in
+	// on), "*" for any, when no Token is set: a page on another site
+	// whose name an attacker points at 127.0.0.1 (DNS rebinding) is
+	// refused. With a Token every host is answered: the token guards.
+	AllowHosts []string
 	// Origins are the browser origins allowed besides the monitor's own
 	// host ("https://ops.example.com", or "*" for any). Requests without
 	// an Origin header (not from a browser) are always allowed.
@@ -78,6 +91,9 @@ type Options struct {
 	Queue int
 	// MaxSessions limits the ingest connections open at once.
 	MaxSessions int
+	// MaxSubscribers and MaxPages limit the /events subscribers and the
+	// live pages open at once; one more is refused with 503.
+	MaxSubscribers, MaxPages int
 	// Record, when set, receives every turn, chunk and end as a native
 	// trace as it is accepted: each record is handed to Record's Write
 	// within FlushInterval (a process killed at any moment loses at most
@@ -91,6 +107,9 @@ type Options struct {
 	// SnapshotInterval is how often live pages get the sessions table and
 	// their chart.
 	SnapshotInterval time.Duration
+	// IdleTimeout closes a keep-alive HTTP connection that sends no next
+	// request for this long (Serve; default httpserver.IdleTimeout).
+	IdleTimeout time.Duration
 
 	// recordBacklog is how many bytes of records may wait behind a write
 	// that Record holds up before ingestion waits too (tests: a few)
@@ -110,8 +129,11 @@ type Server struct {
 	m      *metrics
 	hub    *hub
 	rec    *recorder
-	mux    *http.ServeMux
+	mux    http.Handler
 	up     websocket.Upgrader
+	// subscribers and pages are how many /events and /live connections
+	// are open (or being opened)
+	subscribers, pages atomic.Int32
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -148,6 +170,15 @@ func New(opts Options) (*Server, error) {
 	orDefault(&opts.Burst, DefaultBurst)
 	orDefault(&opts.Queue, DefaultQueue)
 	orDefault(&opts.MaxSessions, DefaultMaxSessions)
+	orDefault(&opts.MaxSubscribers, DefaultMaxSubscribers)
+	orDefault(&opts.MaxPages, DefaultMaxPages)
+	hosts, err := httpserver.AllowHosts(opts.AllowHosts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Token != "" {
+		hosts, _ = httpserver.AllowHosts([]string{"*"}) // the token guards
+	}
 	orDefault(&opts.MaxMessage, DefaultMaxMessage)
 	orDefault(&opts.Rate, DefaultRate)
 	orDefault(&opts.FlushInterval, DefaultFlushInterval)
@@ -176,19 +207,20 @@ func New(opts Options) (*Server, error) {
 		s.rec = newRecorder(opts.Record, opts.FlushInterval, opts.recordBacklog, s.log)
 	}
 	s.up = websocket.Upgrader{CheckOrigin: s.checkOrigin, ReadBufferSize: 4096, WriteBufferSize: 4096}
-	s.mux = http.NewServeMux()
+	mux := http.NewServeMux()
 	static, _ := fs.Sub(webFS, "web")
 	files := http.FileServerFS(static)
-	s.mux.Handle("GET /app.js", files)
-	s.mux.Handle("GET /style.css", files)
-	s.mux.Handle("GET /{$}", s.auth(files))
-	s.mux.Handle("GET /ingest", s.auth(http.HandlerFunc(s.serveIngest)))
-	s.mux.Handle("GET /events", s.auth(http.HandlerFunc(s.serveEvents)))
-	s.mux.Handle("GET /live", s.auth(http.HandlerFunc(s.serveLive)))
-	s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
-	s.mux.Handle("GET /api/sessions", s.auth(http.HandlerFunc(s.serveSessions)))
-	s.mux.Handle("GET /api/snapshot", s.auth(http.HandlerFunc(s.serveSnapshot)))
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.Handle("GET /app.js", files)
+	mux.Handle("GET /style.css", files)
+	mux.Handle("GET /{$}", s.auth(files))
+	mux.Handle("GET /ingest", s.auth(http.HandlerFunc(s.serveIngest)))
+	mux.Handle("GET /events", s.auth(http.HandlerFunc(s.serveEvents)))
+	mux.Handle("GET /live", s.auth(http.HandlerFunc(s.serveLive)))
+	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /api/sessions", s.auth(http.HandlerFunc(s.serveSessions)))
+	mux.Handle("GET /api/snapshot", s.auth(http.HandlerFunc(s.serveSnapshot)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	s.mux = hosts.Check(mux, "--allow-host (or --token)")
 	go s.loop()
 	return s, nil
 }
@@ -231,8 +263,8 @@ func (s *Server) auth(h http.Handler) http.Handler {
 	want := []byte(s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.URL.Query().Get("token")
-		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-			got = strings.TrimPrefix(a, "Bearer ")
+		if b := httpserver.Bearer(r); b != "" {
+			got = b
 		}
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="underrun monitor"`)
@@ -512,6 +544,16 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
+	count, limit, what := &s.subscribers, s.opts.MaxSubscribers, "subscribers"
+	if page {
+		count, limit, what = &s.pages, s.opts.MaxPages, "live pages"
+	}
+	if count.Add(1) > int32(limit) {
+		count.Add(-1)
+		http.Error(w, fmt.Sprintf("too many %s (%d)", what, limit), http.StatusServiceUnavailable)
+		return
+	}
+	defer count.Add(-1)
 	conn, err := s.up.Upgrade(batchHijacker{w}, r, nil)
 	if err != nil {
 		return
@@ -939,7 +981,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ln = rxstamp.Listener(ln)
 		go rxstamp.Warm(ctx)
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs := httpserver.New(s)
+	if s.opts.IdleTimeout > 0 {
+		hs.IdleTimeout = s.opts.IdleTimeout
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -253,7 +253,7 @@ func (l *lockedBuffer) String() string { return string(l.Bytes()) }
 func testCounter(t *testing.T, s *Server, name string) float64 {
 	t.Helper()
 	rr := httptest.NewRecorder()
-	s.ServeHTTP(rr, httptest.NewRequest("GET", "/metrics", nil))
+	s.ServeHTTP(rr, httptest.NewRequest("GET", "http://127.0.0.1/metrics", nil)) // a loopback Host
 	for _, line := range strings.Split(rr.Body.String(), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			x, err := strconv.ParseFloat(v, 64)

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServersRefuseRebinding: the mock, the proxy and the monitor answer
+// loopback hosts and refuse another name (DNS rebinding) unless
+// --allow-host names it.
+func TestServersRefuseRebinding(t *testing.T) {
+	t.Parallel()
+	mock := startServer(t, "mock", "--listen", "127.0.0.1:0")
+	defer mock.stop(t)
+	allowing := startServer(t, "mock", "--listen", "127.0.0.1:0", "--allow-host", "rebind.example")
+	defer allowing.stop(t)
+	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--upstream", mock.url, "--events", "")
+	defer proxy.stop(t)
+	mon := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--events", "")
+	defer mon.stop(t)
+	for _, tc := range []struct {
+		name, url, path, host string
+		want                  int
+	}{
+		{"mock", mock.url, "/v1/models", "", http.StatusOK},
+		{"mock", mock.url, "/v1/models", "localhost", http.StatusOK},
+		{"mock", mock.url, "/v1/models", "rebind.example", http.StatusForbidden},
+		{"mock --allow-host", allowing.url, "/v1/models", "rebind.example", http.StatusOK},
+		{"proxy", proxy.url, "/v1/models", "", http.StatusOK},
+		{"proxy", proxy.url, "/v1/models", "rebind.example", http.StatusForbidden},
+		{"monitor", mon.url, "/api/sessions", "", http.StatusOK},
+		{"monitor", mon.url, "/api/sessions", "rebind.example", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest("GET", tc.url+tc.path, nil)
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s, Host %q: %d, want %d", tc.name, tc.host, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// TestEveryServerHasTimeouts: every http.Server in the module is made by
+// internal/httpserver, which sets the read-header and idle timeouts (a
+// server without them keeps idle keep-alive connections for ever).
+func TestEveryServerHasTimeouts(t *testing.T) {
+	t.Parallel()
+	root := "../.."
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			filepath.ToSlash(filepath.Dir(path)) == "../../internal/httpserver" {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.CompositeLit); ok {
+				if sel, ok := lit.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Server" {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "http" {
+						t.Errorf("%s: an http.Server made here, not by httpserver.New (no idle timeout)", fset.Position(lit.Pos()))
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
