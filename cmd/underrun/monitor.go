@@ -142,7 +142,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
 	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (each token 50 ms, token chunking, no synthesizer latency), in place of the speech flags")
-	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorRulesCommand(e), newMonitorEchoCommand(e), newMonitorWatchCommand(e))
+	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorRulesCommand(e), newMonitorEchoCommand(e), newMonitorSinkCommand(e), newMonitorWatchCommand(e))
 	return cmd
 }
 
@@ -450,8 +450,15 @@ as on machines of their own (--share-cpus lets them mix: the target then
 waits for the load generator's threads too). --in-process runs them all
 inside this process instead, sharing its CPUs with the load. Before the runs
 the command samples this machine's floor (how late a 1 ms sleep wakes) and
-reports, per run, the CPU time the hypervisor gave to other guests (steal):
-latencies measured on a busy host grow with both. With --to it drives that
+its write floor (how many messages a bare loop on the load's CPUs writes to
+as many loopback sockets, one write(2) each, against a sink in a process of
+its own: on loopback the writer also pays the kernel's work for the
+receiving socket, so no load generator sends faster there), and reports, per
+run, the CPU time the hypervisor gave to other guests (steal): latencies
+measured on a busy host grow with all three. The load is sent by one
+goroutine per CPU it may use, each keeping the schedule of its share of the
+sessions. --record FILE has the monitor record what it accepts (monitor
+--record), to see what recording costs. With --to it drives that
 running monitor (start it with --load-model for the drains); lost messages
 are then counted from its /metrics.
 
@@ -465,7 +472,7 @@ const monitorLoadExample = `  underrun monitor load                             
 
 func newMonitorLoadCommand(e *env) *cobra.Command {
 	opts := monitor.LoadOptions{}
-	var noEcho, inProcess, shareCPUs bool
+	var lf loadFlags
 	cmd := &cobra.Command{
 		Use:     "load",
 		Short:   "Drive a monitor (and an echo server, the ceiling) with many live sessions",
@@ -476,7 +483,10 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
 				return usagef("--sessions, --rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
 			}
-			return runLoad(cmd.Context(), e, opts, noEcho, inProcess, shareCPUs)
+			if lf.record != "" && (lf.inProcess || opts.URL != "") {
+				return usagef("--record is for the monitor monitor load starts in a process of its own (not with --in-process or --to)")
+			}
+			return runLoad(cmd.Context(), e, opts, lf)
 		},
 	}
 	fs := cmd.Flags()
@@ -489,9 +499,10 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.IntVar(&opts.StallAfter, "stall-after", monitor.DefaultStallAfter, "chunks before each turn's stall")
 	fs.DurationVar(&opts.Stall, "stall", monitor.DefaultStall, "length of each turn's stall (0: none)")
 	fs.BoolVar(&opts.Aligned, "aligned", false, "keep every session's turns in step: all buffers drain at once")
-	fs.BoolVar(&noEcho, "no-echo", false, "skip the echo-server ceiling")
-	fs.BoolVar(&inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
-	fs.BoolVar(&shareCPUs, "share-cpus", false, "let the targets and the load share every CPU (by default each target runs on half of them, the load on the rest)")
+	fs.BoolVar(&lf.noEcho, "no-echo", false, "skip the echo-server ceiling")
+	fs.BoolVar(&lf.inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
+	fs.StringVar(&lf.record, "record", "", "the monitor records what it accepts to `FILE` (monitor --record), to measure what recording costs")
+	fs.BoolVar(&lf.shareCPUs, "share-cpus", false, "let the targets and the load share every CPU (by default each target runs on half of them, the load on the rest)")
 	return cmd
 }
 
@@ -589,6 +600,42 @@ func newMonitorEchoCommand(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
 	return cmd
+}
+
+// newMonitorSinkCommand is the TCP sink monitor load measures the write
+// floor against (hidden: a tool of the load command).
+func newMonitorSinkCommand(e *env) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:    "sink",
+		Short:  "Read and drop whatever TCP connections send (the write floor of monitor load)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkListen(listen, ""); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return usagef("--listen: %w", err)
+			}
+			fmt.Fprintf(e.stderr, "underrun sink on http://%s/\n", ln.Addr())
+			return monitor.Sink(cmd.Context(), ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	return cmd
+}
+
+// writeFloor measures monitor.WriteFloor over conns connections to a sink
+// in a process of its own on cpus (none: anywhere), for a second.
+func writeFloor(ctx context.Context, cpus []int, conns int) (float64, error) {
+	t, err := spawn(ctx, cpus, "monitor", "sink", "--listen", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer t.stop()
+	return monitor.WriteFloor(ctx, strings.TrimPrefix(t.url, "http://"), conns, time.Second)
 }
 
 // target is a server monitor load drives: its address, how to count what
@@ -735,9 +782,16 @@ func inProcess(echo bool, opts monitor.LoadOptions) (*target, error) {
 	return t, nil
 }
 
+// loadFlags are monitor load's choices of how to run.
+type loadFlags struct {
+	noEcho, inProcess, shareCPUs bool
+	record                       string // the monitor's --record
+}
+
 // runLoad drives an echo server and a monitor (or the monitor at opts.URL)
 // with the load and prints what each took.
-func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here, shareCPUs bool) error {
+func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags) error {
+	here, noEcho, shareCPUs := lf.inProcess, lf.noEcho, lf.shareCPUs
 	w := e.stdout
 	mode := "each target in its own process"
 	switch {
@@ -767,6 +821,15 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 	wake := monitor.WakeLatency(ctx, time.Second)
 	fmt.Fprintf(w, "this machine, idle: a 1 ms sleep wakes late by p50 %s, p99 %s, max %s (the floor under the latencies below)\n",
 		ms(wake.P50), ms(wake.P99), ms(wake.Max))
+	if opts.URL == "" && !here {
+		floor, err := writeFloor(ctx, targetCPUs, opts.Sessions)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "write floor: a bare loop on the load's CPUs writes %.0f messages/s, one write(2) each, to %d loopback sockets in turn\n"+
+			"  (%.2fx what this load sends while streaming; no load generator sends faster here)\n",
+			floor, opts.Sessions, floor/(float64(opts.Sessions)*opts.Rate))
+	}
 	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s %6s\n",
 		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU", "steal")
 	lost := false
@@ -851,8 +914,12 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, noEcho, here
 			case name == "echo":
 				t, err = spawn(ctx, targetCPUs, "monitor", "echo", "--listen", "127.0.0.1:0")
 			default:
-				t, err = spawn(ctx, targetCPUs, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--load-model",
-					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions+10))
+				args := []string{"monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--load-model",
+					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions + 10)}
+				if lf.record != "" {
+					args = append(args, "--record", lf.record)
+				}
+				t, err = spawn(ctx, targetCPUs, args...)
 			}
 			if err != nil {
 				return err

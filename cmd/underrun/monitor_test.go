@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,12 +205,17 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 	t.Setenv("UNDERRUN_TEST_EXEC", "1")
 	cpus := allowedCPUs(os.Getpid())
 	procs := runtime.GOMAXPROCS(0)
-	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "800ms", "--turn-chunks", "12", "--stall-after", "4")
+	rec := filepath.Join(t.TempDir(), "load.jsonl")
+	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "800ms", "--turn-chunks", "12", "--stall-after", "4",
+		"--record", rec)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "each target in its own process") {
 		t.Errorf("not run in processes of their own:\n%s", out)
+	}
+	if !regexp.MustCompile(`write floor: a bare loop on the load's CPUs writes [1-9]\d* messages/s, one write\(2\) each, to 20 loopback sockets`).MatchString(out) {
+		t.Errorf("no write floor:\n%s", out)
 	}
 	// on Linux with two CPUs or more, the targets ran on CPUs of their own
 	// (startOn checks each child's) and the load on the others, and this
@@ -223,5 +229,16 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 	m := regexp.MustCompile(`\nmonitor +(\d+) +(\d+) +0 +\d+ +\S+ +([1-9]\d*) `).FindStringSubmatch(out)
 	if m == nil || m[1] != m[2] {
 		t.Fatalf("no loss and some drains seen by the subscriber process, want both:\n%s", out)
+	}
+	// the monitor recorded every message it took
+	records := 0
+	for _, tn := range readTurns(t, rec) {
+		records += 1 + len(tn.Chunks)
+		if tn.Status != pipeline.StatusIncomplete {
+			records++ // its end
+		}
+	}
+	if strconv.Itoa(records) != m[2] {
+		t.Errorf("the monitor's recording holds %d messages, it received %s", records, m[2])
 	}
 }

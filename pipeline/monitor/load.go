@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"net"
 	"net/http"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,66 +258,33 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		tcpu0 = opts.TargetCPU()
 	}
 	start := time.Now().Add(50 * time.Millisecond)
-	stop := start.Add(opts.Duration)
 	var sent, turns atomic.Int64
 	var sendErr atomic.Pointer[error]
-	// a few senders, each with a schedule of many sessions: thousands of
-	// sleeping goroutines would make the load generator's own scheduling
-	// (and its events subscriber) the bottleneck
-	workers := min(opts.Sessions, loadWorkers)
+	// one sender per CPU the process may use, each with a schedule of many
+	// sessions: a goroutine per session (or per message) would make the
+	// load generator's own scheduling the bottleneck
+	workers := min(opts.Sessions, max(1, runtime.GOMAXPROCS(0)))
 	plans := make([]sendPlan, workers)
 	for i, c := range conns {
 		// spread the sessions over one interval
 		ls := &loadSession{c: c, i: i, k: -1, first: opts.TurnChunks,
-			next: start.Add(time.Duration(i) * interval / time.Duration(opts.Sessions))}
+			next: int64(time.Duration(i) * interval / time.Duration(opts.Sessions))}
 		if !opts.Aligned {
 			ls.first = 1 + i*opts.TurnChunks/opts.Sessions
 		}
 		plans[i%workers] = append(plans[i%workers], ls)
 	}
-	lagAll := make([][]float64, workers)
+	sched := loadSchedule{opts: opts, interval: int64(interval), stop: int64(opts.Duration)}
+	lagAll := make([]lagHistogram, workers)
 	var wg sync.WaitGroup
 	for w := range plans {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			plan := plans[w]
-			heap.Init(&plan)
-			var b []byte
-			var lags []float64
-			for plan.Len() > 0 {
-				ls := plan[0]
-				if !sleepUntil(ctx, ls.next) {
-					break
-				}
-				lags = append(lags, float64(time.Since(ls.next))/1e6)
-				id := "t" + strconv.Itoa(ls.turn)
-				switch {
-				case ls.k < 0:
-					b = appendMessage(b[:0], TypeTurnStart, id, nil, -1, "")
-				case ls.k < opts.TurnChunks:
-					b = appendMessage(b[:0], TypeChunk, id, &pipeline.Chunk{Text: " tok", Tokens: 1}, -1, "")
-				default:
-					b = appendMessage(b[:0], TypeTurnEnd, id, nil, -1, pipeline.StatusOK)
-				}
-				ls.c.conn.SetWriteDeadline(time.Now().Add(DefaultWriteTimeout))
-				if err := ls.c.conn.WriteMessage(websocket.TextMessage, b); err != nil {
-					err = fmt.Errorf("load: session %d: %w", ls.i, err)
-					sendErr.CompareAndSwap(nil, &err)
-					cancel()
-					break
-				}
-				sent.Add(1)
-				if ls.k < 0 {
-					turns.Add(1)
-				}
-				if ls.advance(opts, interval, stop) {
-					heap.Fix(&plan, 0)
-				} else {
-					heap.Pop(&plan)
-				}
+			if err := sendLoad(ctx, start, plans[w], sched, &lagAll[w], &sent, &turns); err != nil {
+				sendErr.CompareAndSwap(nil, &err)
+				cancel()
 			}
-			lagAll[w] = lags
 		}(w)
 	}
 	wg.Wait()
@@ -358,11 +329,11 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	res.Rate = float64(res.Sent) / res.Elapsed.Seconds()
 	res.Cores = res.CPU.Seconds() / res.Elapsed.Seconds()
 	res.TargetCores = res.TargetCPU.Seconds() / res.Elapsed.Seconds()
-	var all []float64
-	for _, l := range lagAll {
-		all = append(all, l...)
+	var lags lagHistogram
+	for i := range lagAll {
+		lags.merge(&lagAll[i])
 	}
-	res.SendLagP99 = summarizeLatency(all).P99
+	res.SendLagP99 = lags.quantile(0.99)
 	for _, c := range conns {
 		res.Refused += c.errors.Load()
 	}
@@ -514,6 +485,9 @@ type loadConn struct {
 	echoes atomic.Int64
 	errors atomic.Int64
 	done   chan struct{}
+	// deadline is when its write deadline is next moved, in nanoseconds
+	// from the start (its sender's)
+	deadline int64
 }
 
 // read counts what comes back: echoes, or a monitor's hello and errors.
@@ -596,58 +570,166 @@ func ScrapeReceived(ctx context.Context, base, token string) (int64, error) {
 	return int64(n), nil
 }
 
-// loadWorkers is how many goroutines send Load's messages.
-const loadWorkers = 8
-
 // loadSession is one session of a Load run and where its stream stands.
 type loadSession struct {
 	c    *loadConn
 	i    int
-	next time.Time // when its next message is due
+	next int64 // when its next message is due, in nanoseconds from the start
 	turn int
-	k    int // -1: turn_start is next; 0..TurnChunks-1: that chunk; TurnChunks: turn_end
+	id   string // its turn's id
+	k    int    // -1: turn_start is next; 0..TurnChunks-1: that chunk; TurnChunks: turn_end
 	// first is the length of the first turn, in chunks
 	first int
 }
 
+// loadSchedule is the pattern every session of a Load run streams.
+type loadSchedule struct {
+	opts           LoadOptions
+	interval, stop int64 // nanoseconds
+}
+
 // advance schedules the message after the one just sent; false when the
 // session is done.
-func (s *loadSession) advance(opts LoadOptions, interval time.Duration, stop time.Time) bool {
-	n := opts.TurnChunks
+func (s *loadSession) advance(sc loadSchedule) bool {
+	n := sc.opts.TurnChunks
 	if s.turn == 0 {
 		n = s.first
 	}
 	chunk := func(j int) {
-		if j < n && s.next.Before(stop) {
-			s.next = s.next.Add(interval)
-			if j == opts.StallAfter && opts.Stall > 0 {
-				s.next = s.next.Add(opts.Stall)
+		if j < n && s.next < sc.stop {
+			s.next += sc.interval
+			if j == sc.opts.StallAfter && sc.opts.Stall > 0 {
+				s.next += int64(sc.opts.Stall)
 			}
 			s.k = j
 			return
 		}
-		s.k = opts.TurnChunks // the turn ends one interval later
-		s.next = s.next.Add(interval)
+		s.k = sc.opts.TurnChunks // the turn ends one interval later
+		s.next += sc.interval
 	}
 	switch {
 	case s.k < 0:
 		chunk(0)
-	case s.k < opts.TurnChunks:
+	case s.k < sc.opts.TurnChunks:
 		chunk(s.k + 1)
 	default:
 		// the next turn starts at once, while there is time
 		s.turn++
 		s.k = -1
-		return s.next.Before(stop)
+		return s.next < sc.stop
 	}
 	return true
+}
+
+// loadChunk is every chunk a Load session sends.
+var loadChunk = pipeline.Chunk{Text: " tok", Tokens: 1}
+
+// sendLoad sends the messages of plan's sessions, each when it is due
+// (start + next), until every session is done or ctx ends, and counts how
+// late each went out. It sleeps only when nothing is due; the write
+// deadline of a connection is moved at most once a second.
+func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedule, lags *lagHistogram, sent, turns *atomic.Int64) error {
+	heap.Init(&plan)
+	var b []byte
+	var n int64
+	defer func() { sent.Add(n) }()
+	for plan.Len() > 0 {
+		ls := plan[0]
+		now := int64(time.Since(start))
+		if d := ls.next - now; d > 0 {
+			sent.Add(n) // the counts are read as the run goes
+			n = 0
+			if ctx.Err() != nil {
+				return nil
+			}
+			time.Sleep(time.Duration(d))
+			continue
+		}
+		lags.add(now - ls.next)
+		switch {
+		case ls.k < 0:
+			ls.id = "t" + strconv.Itoa(ls.turn)
+			b = appendMessage(b[:0], TypeTurnStart, ls.id, nil, -1, "")
+			turns.Add(1)
+		case ls.k < sc.opts.TurnChunks:
+			b = appendMessage(b[:0], TypeChunk, ls.id, &loadChunk, -1, "")
+		default:
+			b = appendMessage(b[:0], TypeTurnEnd, ls.id, nil, -1, pipeline.StatusOK)
+		}
+		if now >= ls.c.deadline {
+			ls.c.deadline = now + int64(time.Second)
+			ls.c.conn.SetWriteDeadline(start.Add(time.Duration(ls.c.deadline) + DefaultWriteTimeout))
+		}
+		if err := ls.c.conn.WriteMessage(websocket.TextMessage, b); err != nil {
+			return fmt.Errorf("load: session %d: %w", ls.i, err)
+		}
+		n++
+		if ls.advance(sc) {
+			heap.Fix(&plan, 0)
+		} else {
+			heap.Pop(&plan)
+		}
+	}
+	return nil
+}
+
+// lagHistogram counts send lags: in 10 µs bins below 10 ms, 1 ms bins
+// below 10 s, and one bin above (a million messages a run would otherwise
+// be a million samples).
+type lagHistogram struct {
+	bins  [lagFine + lagCoarse + 1]int64
+	count int64
+}
+
+const (
+	lagFine   = 1000  // 10 µs bins: 0-10 ms
+	lagCoarse = 10000 // 1 ms bins: 0-10 s, the first 10 of them within the fine ones
+)
+
+func (h *lagHistogram) add(ns int64) {
+	us := max(ns, 0) / 1000
+	switch {
+	case us < 10*lagFine:
+		h.bins[us/10]++
+	case us < 1000*lagCoarse:
+		h.bins[lagFine+us/1000]++
+	default:
+		h.bins[len(h.bins)-1]++
+	}
+	h.count++
+}
+
+func (h *lagHistogram) merge(o *lagHistogram) {
+	for i, c := range o.bins {
+		h.bins[i] += c
+	}
+	h.count += o.count
+}
+
+// quantile returns the lag at quantile q: the upper edge of its bin (10 s
+// for the last).
+func (h *lagHistogram) quantile(q float64) time.Duration {
+	if h.count == 0 {
+		return 0
+	}
+	rank := max(1, int64(math.Ceil(q*float64(h.count))))
+	var seen int64
+	for i, c := range h.bins {
+		if seen += c; seen >= rank {
+			if i < lagFine {
+				return time.Duration(i+1) * 10 * time.Microsecond
+			}
+			return time.Duration(min(i-lagFine+1, lagCoarse)) * time.Millisecond
+		}
+	}
+	return 10 * time.Second
 }
 
 // sendPlan is a sender's sessions, the one due first on top (a heap).
 type sendPlan []*loadSession
 
 func (p sendPlan) Len() int           { return len(p) }
-func (p sendPlan) Less(i, j int) bool { return p[i].next.Before(p[j].next) }
+func (p sendPlan) Less(i, j int) bool { return p[i].next < p[j].next }
 func (p sendPlan) Swap(i, j int)      { p[i], p[j] = p[j], p[i] }
 func (p *sendPlan) Push(x any)        { *p = append(*p, x.(*loadSession)) }
 func (p *sendPlan) Pop() any {
@@ -655,4 +737,83 @@ func (p *sendPlan) Pop() any {
 	x := old[len(old)-1]
 	*p = old[:len(old)-1]
 	return x
+}
+
+// Sink accepts TCP connections on ln and reads and drops every byte they
+// send, until ctx ends: the receiving end of WriteFloor.
+func Sink(ctx context.Context, ln net.Listener) error {
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go func() {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}()
+	}
+}
+
+// floorMessage is what WriteFloor writes: about a load chunk's frame.
+var floorMessage = make([]byte, 60)
+
+// WriteFloor measures the most messages this process can send here: a
+// bare loop (one per CPU it may use) writing a 60-byte message to each of
+// conns loopback TCP connections to the Sink at addr in turn, one write(2)
+// each, for d. It returns the messages per second. On loopback the
+// kernel's work for the receiving socket is done by the writer too, so
+// this is the floor under the cost of any load generator's message: none
+// sends faster on these CPUs.
+func WriteFloor(ctx context.Context, addr string, conns int, d time.Duration) (float64, error) {
+	var dialer net.Dialer
+	cs := make([]net.Conn, 0, conns)
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	for range conns {
+		c, err := dialer.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return 0, fmt.Errorf("write floor: %w", err)
+		}
+		cs = append(cs, c)
+	}
+	workers := min(conns, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	var werr atomic.Pointer[error]
+	start := time.Now()
+	end := start.Add(d)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n int64
+			defer func() { total.Add(n) }()
+			mine := cs[w*len(cs)/workers : (w+1)*len(cs)/workers]
+			for time.Now().Before(end) && ctx.Err() == nil {
+				for _, c := range mine {
+					if _, err := c.Write(floorMessage); err != nil {
+						err = fmt.Errorf("write floor: %w", err)
+						werr.CompareAndSwap(nil, &err)
+						return
+					}
+				}
+				n += int64(len(mine))
+			}
+		}()
+	}
+	wg.Wait()
+	if p := werr.Load(); p != nil {
+		return 0, *p
+	}
+	return float64(total.Load()) / time.Since(start).Seconds(), ctx.Err()
 }

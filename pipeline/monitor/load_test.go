@@ -1,0 +1,142 @@
+package monitor
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+func TestLagHistogram(t *testing.T) {
+	t.Parallel()
+	var h lagHistogram
+	if got := h.quantile(0.99); got != 0 {
+		t.Errorf("empty: p99 %v, want 0", got)
+	}
+	// 98 lags of 5 µs, one of 3 ms, one of 2.5 s
+	for range 98 {
+		h.add(5_000)
+	}
+	h.add(3_000_000)
+	h.add(2_500_000_000)
+	tests := []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.5, 10 * time.Microsecond},
+		{0.98, 10 * time.Microsecond},
+		{0.99, 3010 * time.Microsecond},
+		{1, 2501 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		if got := h.quantile(tc.q); got != tc.want {
+			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	var m lagHistogram
+	m.add(-1)   // a clock read twice: 0
+	m.add(20e9) // beyond the last bin
+	m.merge(&h)
+	if m.count != 102 || m.quantile(1) != 10*time.Second || m.bins[0] != 99 {
+		t.Errorf("merged: count %d, max %v, first bin %d", m.count, m.quantile(1), m.bins[0])
+	}
+}
+
+func TestWriteFloor(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Sink(ctx, ln) }()
+	rate, err := WriteFloor(context.Background(), ln.Addr().String(), 10, 20*time.Millisecond)
+	if err != nil || rate <= 0 {
+		t.Errorf("WriteFloor = %v, %v; want a rate", rate, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Sink: %v", err)
+	}
+}
+
+// discardHandler is a websocket server that reads every message and
+// answers none.
+func discardHandler() http.Handler {
+	up := websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			if _, _, err := c.NextReader(); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkLoadSend is the load generator's cost per message against the
+// bare write(2) of one message to a loopback socket (the write floor), on
+// the same 100 connections in the same run: what the websocket framing,
+// the schedule and the lag count add.
+func BenchmarkLoadSend(b *testing.B) {
+	const sessions = 100
+	ws := httptest.NewServer(discardHandler())
+	defer ws.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Sink(ctx, ln)
+
+	b.Run("floor", func(b *testing.B) {
+		conns := make([]net.Conn, sessions)
+		for i := range conns {
+			if conns[i], err = net.Dial("tcp", ln.Addr().String()); err != nil {
+				b.Fatal(err)
+			}
+			defer conns[i].Close()
+		}
+		for i := 0; b.Loop(); i++ {
+			if _, err := conns[i%sessions].Write(floorMessage); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sender", func(b *testing.B) {
+		plan := make(sendPlan, sessions)
+		for i := range plan {
+			c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ws.URL, "http"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			go io.Copy(io.Discard, c.NetConn()) // nothing comes; the close
+			plan[i] = &loadSession{c: &loadConn{conn: c}, i: i, k: -1, first: DefaultTurnChunks}
+		}
+		// every message due at once, each session's 1 ns after its last:
+		// b.N messages in all, never a sleep
+		sc := loadSchedule{opts: LoadOptions{TurnChunks: DefaultTurnChunks, StallAfter: DefaultStallAfter},
+			interval: 1, stop: int64(b.N / sessions)}
+		var lags lagHistogram
+		var sent, turns atomic.Int64
+		b.ResetTimer()
+		if err := sendLoad(context.Background(), time.Now().Add(-time.Hour), plan, sc, &lags, &sent, &turns); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(sent.Load(), 1)), "ns/msg")
+	})
+}
