@@ -40,7 +40,9 @@ type liveKitChunker struct {
 	spans    []sentenceSpan
 	// tail counts the characters that are not white space since the last
 	// sentence mark in buf (-1: no mark held).
-	tail int
+	tail   int
+	scan   int  // bytes of buf whose characters tail has counted
+	always bool // split after every token, as LiveKit does (tests)
 }
 
 // liveKitQuiet is how many characters other than white space after the
@@ -55,8 +57,12 @@ func newLiveKitChunker(split func(string, int, []sentenceSpan) []sentenceSpan) *
 }
 
 func (c *liveKitChunker) Append(_ time.Duration, text string) int {
-	dirty := c.tail >= 0 && c.tail < liveKitQuiet
-	for _, r := range text {
+	dirty := c.always || c.tail >= 0 && c.tail < liveKitQuiet
+	c.buf = append(c.buf, text...)
+	// a character cut between two tokens is counted when it is whole
+	for c.scan < len(c.buf) && utf8.FullRune(c.buf[c.scan:]) {
+		r, size := utf8.DecodeRune(c.buf[c.scan:])
+		c.scan += size
 		switch {
 		case isLiveKitMark(r):
 			c.tail, dirty = 0, true
@@ -64,7 +70,6 @@ func (c *liveKitChunker) Append(_ time.Duration, text string) int {
 			c.tail++
 		}
 	}
-	c.buf = append(c.buf, text...)
 	if !dirty || utf8.RuneCount(c.buf) < DefaultLiveKitContext {
 		return c.released
 	}
@@ -91,11 +96,13 @@ func (c *liveKitChunker) Append(_ time.Duration, text string) int {
 		}
 		c.bufStart += first.end
 		c.buf = c.buf[:copy(c.buf, c.buf[first.end:])]
+		c.scan = max(0, c.scan-first.end)
 	}
 	c.tail = -1
-	if last := bytes.LastIndexFunc(c.buf, isLiveKitMark); last >= 0 {
+	if last := bytes.LastIndexFunc(c.buf[:c.scan], isLiveKitMark); last >= 0 {
 		_, size := utf8.DecodeRune(c.buf[last:])
-		c.tail = utf8.RuneCount(c.buf[last+size:]) - countSpaces(c.buf[last+size:])
+		after := c.buf[last+size : c.scan]
+		c.tail = utf8.RuneCount(after) - countSpaces(after)
 	}
 	return c.released
 }
@@ -127,11 +134,11 @@ func (c *liveKitChunker) Expire(time.Duration) int        { return c.released }
 func (c *liveKitChunker) Flush() int {
 	c.bufStart += len(c.buf)
 	c.buf = c.buf[:0]
-	c.released, c.outChars, c.tail = c.bufStart, 0, -1
+	c.released, c.outChars, c.tail, c.scan = c.bufStart, 0, -1, 0
 	return c.released
 }
 func (c *liveKitChunker) Reset() {
-	*c = liveKitChunker{split: c.split, minLen: c.minLen, buf: c.buf[:0], spans: c.spans[:0], tail: -1}
+	*c = liveKitChunker{split: c.split, minLen: c.minLen, buf: c.buf[:0], spans: c.spans[:0], tail: -1, always: c.always}
 }
 
 // runeToByte returns the byte offset of the n-th character of s.

@@ -137,17 +137,20 @@ func windowStart(text []byte) int {
 type pipecatChunker struct {
 	buf       []byte // text held since the last release
 	start     int    // offset of buf[0]
+	scan      int    // bytes of buf taken character by character so far
 	lookahead bool   // sentence punctuation seen, waiting for a non-space
 }
 
 func (c *pipecatChunker) Append(_ time.Duration, text string) int {
-	for i, r := range text {
-		_, size := utf8.DecodeRuneInString(text[i:])
-		c.buf = append(c.buf, text[i:i+size]...) // the bytes as they came, even if not UTF-8
+	c.buf = append(c.buf, text...)
+	// a character cut between two tokens is taken when it is whole
+	for c.scan < len(c.buf) && utf8.FullRune(c.buf[c.scan:]) {
+		r, size := utf8.DecodeRune(c.buf[c.scan:])
+		c.scan += size
 		if c.lookahead {
 			if !isPySpace(r) {
 				c.lookahead = false
-				if end := matchEndOfSentence(c.buf, true); end > 0 {
+				if end := matchEndOfSentence(c.buf[:c.scan], true); end > 0 {
 					c.cut(end)
 				}
 			}
@@ -162,6 +165,7 @@ func (c *pipecatChunker) Append(_ time.Duration, text string) int {
 func (c *pipecatChunker) cut(end int) {
 	c.start += end
 	c.buf = c.buf[:copy(c.buf, c.buf[end:])]
+	c.scan = max(0, c.scan-end)
 }
 
 func (c *pipecatChunker) Deadline() (time.Duration, bool) { return 0, false }
@@ -185,10 +189,11 @@ type pipecat096Chunker struct {
 	// the word after that.
 	after   int
 	recheck bool
+	always  bool // ask Punkt after every token, as Pipecat does (tests)
 }
 
 func (c *pipecat096Chunker) Append(_ time.Duration, text string) int {
-	ask := c.recheck || c.after != 0
+	ask := c.always || c.recheck || c.after != 0
 	for _, r := range text {
 		switch {
 		case r == '.' || r == '!' || r == '?':
@@ -227,4 +232,4 @@ func (c *pipecat096Chunker) Flush() int {
 	c.buf = c.buf[:0]
 	return c.start
 }
-func (c *pipecat096Chunker) Reset() { *c = pipecat096Chunker{buf: c.buf[:0]} }
+func (c *pipecat096Chunker) Reset() { *c = pipecat096Chunker{buf: c.buf[:0], always: c.always} }

@@ -1,7 +1,9 @@
 package tts
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -148,3 +150,76 @@ func FuzzChunkerElevenLabs(f *testing.F)         { fuzzPreset(f, "elevenlabs") }
 func FuzzChunkerElevenLabsSchedule(f *testing.F) { fuzzPreset(f, "elevenlabs-schedule:30,40") }
 func FuzzChunkerCartesia(f *testing.F)           { fuzzPreset(f, "cartesia:20ms") }
 func FuzzChunkerTimer(f *testing.F)              { fuzzPreset(f, "timer:15ms") }
+
+// TestSplittingOnlyWhereItMatters checks the shortcut of pipecat-0.0.96,
+// livekit and livekit-basic (splitting only where a sentence end or the
+// words after it are streaming) against splitting after every token, as
+// the frameworks do, on the property texts and the fixture replies cut
+// at random.
+func TestSplittingOnlyWhereItMatters(t *testing.T) {
+	t.Parallel()
+	texts := append([]string{}, propertyTexts...)
+	for _, r := range fixtureTexts(t) {
+		texts = append(texts, r)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, text := range texts {
+		tokens, at := randomTokens(r, text)
+		compareShortcuts(t, text, tokens, at)
+	}
+}
+
+// shortcutPairs are the chunkers that split only where it matters, each
+// with one that splits after every token.
+var shortcutPairs = []struct {
+	name       string
+	fast, full func() Chunker
+}{
+	{"pipecat-0.0.96", func() Chunker { return &pipecat096Chunker{} }, func() Chunker { return &pipecat096Chunker{always: true} }},
+	{"livekit", func() Chunker { return newLiveKitChunker(blingfireSplit) }, func() Chunker { c := newLiveKitChunker(blingfireSplit); c.always = true; return c }},
+	{"livekit-basic", func() Chunker { return newLiveKitChunker(basicSplit) }, func() Chunker { c := newLiveKitChunker(basicSplit); c.always = true; return c }},
+}
+
+func compareShortcuts(t *testing.T, text string, tokens []string, at []time.Duration) {
+	t.Helper()
+	for _, p := range shortcutPairs {
+		fast := checkChunker(t, p.name, p.fast(), tokens, at)
+		full := checkChunker(t, p.name, p.full(), tokens, at)
+		if strings.Join(fast, "|") != strings.Join(full, "|") {
+			t.Errorf("%s on %q:\n splitting where it matters: %q\n after every token:        %q", p.name, text, fast, full)
+		}
+	}
+}
+
+func FuzzSplittingShortcut(f *testing.F) {
+	for _, s := range propertyTexts {
+		f.Add(s, uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, text string, seed uint64) {
+		if len(text) > 2048 {
+			return
+		}
+		tokens, at := randomTokens(rand.New(rand.NewPCG(seed, 1)), text)
+		compareShortcuts(t, text, tokens, at)
+	})
+}
+
+// fixtureTexts returns the texts of testdata/chunking/replies.jsonl.
+func fixtureTexts(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/chunking/replies.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r.Text)
+	}
+	return out
+}
