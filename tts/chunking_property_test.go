@@ -158,10 +158,7 @@ func FuzzChunkerTimer(f *testing.F)              { fuzzPreset(f, "timer:15ms") }
 // at random.
 func TestSplittingOnlyWhereItMatters(t *testing.T) {
 	t.Parallel()
-	texts := append([]string{}, propertyTexts...)
-	for _, r := range fixtureTexts(t) {
-		texts = append(texts, r)
-	}
+	texts := append(append([]string{}, propertyTexts...), fixtureTexts(t)...)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, text := range texts {
 		tokens, at := randomTokens(r, text)
