@@ -313,6 +313,10 @@ func (p *Playout) Advance(t time.Duration) {
 // Push adds the next streamed chunk of the turn.
 func (p *Playout) Push(c Chunk) error { return p.push(&c) }
 
+// Text returns what speech chunk c says (tts.TextlessToken for each token
+// without text).
+func (p *Playout) Text(c SpeechChunk) string { return string(p.text[c.From:c.To]) }
+
 // Textless reports whether speech chunk c holds tokens that carry no text
 // (each spoken as tts.TextlessToken, a stand-in rather than words).
 func (p *Playout) Textless(c SpeechChunk) bool {
@@ -414,7 +418,11 @@ func (p *Playout) End() {
 		p.Advance(last)
 	}
 	if rel := p.chunker.Flush(); rel > p.released {
+		n := len(p.Chunks)
 		p.release(rel, last, len(p.at)-1, false)
+		if len(p.Chunks) > n {
+			p.Chunks[n].End = true
+		}
 	}
 	if !p.started && len(p.Chunks) > 0 {
 		c := &p.Chunks[len(p.Chunks)-1]

@@ -29,6 +29,29 @@ func LogUnderrun(log zerolog.Logger, u Underrun) {
 		Msg("underrun")
 }
 
+// LogChunk writes one speech chunk as a zerolog event at debug level:
+// message "chunk", with the fields of ChunkReport.
+func LogChunk(log zerolog.Logger, c ChunkReport) {
+	ev := log.Debug().Str("event", "chunk").Str("turn", c.Turn)
+	if c.Session != "" {
+		ev = ev.Str("session", c.Session)
+	}
+	if c.Textless {
+		ev = ev.Bool("textless", true)
+	}
+	ev.Int("index", c.Index).
+		Str("text", c.Text).
+		Float64("release_ms", c.ReleaseMs).
+		Str("released_by", c.ReleasedBy).
+		Int("token", c.Token).
+		Float64("synth_start_ms", c.SynthStartMs).
+		Float64("first_audio_ms", c.FirstAudioMs).
+		Float64("play_start_ms", c.PlayStartMs).
+		Float64("play_end_ms", c.PlayEndMs).
+		Float64("audio_ms", c.AudioMs).
+		Msg("chunk")
+}
+
 // LogTurn writes a turn summary event: message "turn".
 func LogTurn(log zerolog.Logger, t *Turn, p *Playout) {
 	ev := log.Info().Str("event", "turn").Str("turn", t.ID).Str("status", string(t.Status)).Int("tokens", t.Tokens())

@@ -34,7 +34,8 @@ const (
 	EventTurn EventKind = "turn"
 	// EventSpeech: a speech chunk was handed to the player; Speech says
 	// when it plays, Text what it says. Raised when its play time is
-	// settled: at its release, or when the player starts. Not logged.
+	// settled: at its release, or when the player starts. Logged at debug
+	// level as a "chunk" event (LogChunk).
 	EventSpeech EventKind = "speech"
 )
 
@@ -66,6 +67,8 @@ type Event struct {
 	Text     string
 	Textless bool
 	Gaps     []Underrun
+	// Index is, for EventSpeech, the chunk's index in the turn, from 0.
+	Index int
 	// LastToken is the index (from 0, in Turn.Chunks) of the last streamed
 	// chunk that had arrived when the event was raised; -1 before the
 	// first. It is not the chunk an underrun blames (Underrun.Token): a
@@ -85,8 +88,9 @@ type GuardOptions struct {
 	// Clock drives the guard's timers (nil: RealClock).
 	Clock Clock
 	// Logger receives one zerolog event per Event: LogUnderrun for
-	// underruns, LogTurn for turn summaries, and "underrun_started" and
-	// "stall_warning" events. The zero Logger logs nothing.
+	// underruns, LogTurn for turn summaries, LogChunk for speech chunks
+	// (at debug level), and "underrun_started" and "stall_warning" events.
+	// The zero Logger logs nothing.
 	Logger zerolog.Logger
 	// OnEvent, when set, is called with every event. Calls are never
 	// concurrent, and the events of a turn arrive in order. It must not call
@@ -130,6 +134,8 @@ type Guard struct {
 	closed bool
 
 	emitMu sync.Mutex // serializes OnEvent and the logger
+
+	logChunks bool // the logger writes debug events: chunks are raised for it
 }
 
 // guardTurn is one open turn. Lock order: guardTurn.mu, then Guard.mu or
@@ -160,6 +166,9 @@ func NewGuard(cfg Config, opts GuardOptions) (*Guard, error) {
 		return nil, fmt.Errorf("%w: warn tolerance must not be negative, got %v", ErrConfig, opts.WarnTolerance)
 	}
 	g := &Guard{cfg: cfg, opts: opts, clock: opts.Clock, turns: map[string]*guardTurn{}}
+	ev := opts.Logger.Debug()
+	g.logChunks = ev.Enabled()
+	ev.Discard()
 	if g.clock == nil {
 		g.clock = RealClock()
 	}
@@ -354,7 +363,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 	if now == Unbounded {
 		report = g.clock.Now().Sub(t.begin)
 	}
-	if g.opts.OnEvent != nil {
+	if g.opts.OnEvent != nil || g.logChunks {
 		for ; t.spoken < p.scheduled; t.spoken++ {
 			c := p.Chunks[t.spoken]
 			var gaps []Underrun
@@ -364,7 +373,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				}
 			}
 			g.emit(Event{Kind: EventSpeech, Turn: t.rec.ID, Session: t.rec.Session, At: c.Release, Now: report,
-				LastToken: last, Speech: c, Text: string(p.text[c.From:c.To]), Textless: p.Textless(c), Gaps: gaps})
+				LastToken: last, Speech: c, Text: p.Text(c), Textless: p.Textless(c), Gaps: gaps, Index: t.spoken})
 		}
 	}
 	if g.opts.WarnTolerance > 0 && !t.ended {
@@ -472,6 +481,8 @@ func (g *Guard) emit(e Event) {
 		}
 		ev.Float64("start_ms", Millis(e.At)).Float64("late_ms", Millis(e.Now-e.At)).
 			Int("last_token", e.LastToken).Msg(string(EventDrain))
+	case EventSpeech:
+		LogChunk(log, e.ChunkReport())
 	case EventStall:
 		ev := log.Warn().Str("event", string(EventStall)).Str("turn", e.Turn)
 		if e.Session != "" {

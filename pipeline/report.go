@@ -71,6 +71,8 @@ type ReportOptions struct {
 	KeepUnderruns bool
 	// MaxTPOT runs the largest-safe-TPOT inversion for every turn.
 	MaxTPOT bool
+	// KeepChunks keeps every speech chunk of every turn (Chunks field).
+	KeepChunks bool
 }
 
 // Report accumulates turns and their playouts (Add), is finalized by Close,
@@ -102,6 +104,7 @@ type Report struct {
 	Config                 *ConfigReport     `json:"config,omitempty"`
 	PerTurn                []TurnReport      `json:"per_turn,omitempty"`
 	List                   []UnderrunReport  `json:"underrun_list,omitempty"`
+	Chunks                 []ChunkReport     `json:"chunks,omitempty"`
 	// Tools are the file's figures under the conventions of the benchmark
 	// tool that wrote it, compared with the summary it saved (set by the
 	// reader of a tool's file; see trace.Parity).
@@ -151,6 +154,72 @@ type UnderrunReport struct {
 	Chunk       int      `json:"chunk"`
 	ITLMs       float64  `json:"itl_ms"`
 	ToleranceMs float64  `json:"tolerance_ms"`
+}
+
+// How a speech chunk came to be released (ChunkReport.ReleasedBy).
+const (
+	ReleasedByToken = "token" // the arrival of token ChunkReport.Token
+	ReleasedByTimer = "timer" // the policy's timer, started by token ChunkReport.Token
+	ReleasedByEnd   = "end"   // the end of the turn (the last token is ChunkReport.Token)
+)
+
+// ChunkReport is one speech chunk handed to the synthesizer, as --events,
+// `analyze --chunks` and the monitor's subscribers show it: what it said,
+// when it was released and by what, and its life through the synthesizer
+// and the player. Times count from the turn's request.
+type ChunkReport struct {
+	Turn    string `json:"turn"`
+	Session string `json:"session,omitempty"`
+	// Index is the chunk's place in the turn, from 0.
+	Index int `json:"index"`
+	// Text is what it says; Textless marks tokens without text, each
+	// standing in as tts.TextlessToken.
+	Text     string `json:"text"`
+	Textless bool   `json:"textless,omitempty"`
+	// ReleaseMs is when the chunking policy handed it over; ReleasedBy
+	// says what did (ReleasedByToken, ReleasedByTimer, ReleasedByEnd) and
+	// Token which streamed chunk (from 0): the one whose arrival released
+	// it, the one that started the timer, or the turn's last.
+	ReleaseMs  float64 `json:"release_ms"`
+	ReleasedBy string  `json:"released_by"`
+	Token      int     `json:"token"`
+	// SynthStartMs is when the synthesizer took it (a request's start;
+	// its release in stream and parallel mode), FirstAudioMs when its
+	// first audio was ready, PlayStartMs and PlayEndMs when the player
+	// played it (gaps inside it included), AudioMs its length of speech.
+	SynthStartMs float64 `json:"synth_start_ms"`
+	FirstAudioMs float64 `json:"first_audio_ms"`
+	PlayStartMs  float64 `json:"play_start_ms"`
+	PlayEndMs    float64 `json:"play_end_ms"`
+	AudioMs      float64 `json:"audio_ms"`
+}
+
+// NewChunkReport describes speech chunk i of the turn p played (p.Chunks).
+func NewChunkReport(p *Playout, session string, i int) ChunkReport {
+	c := p.Chunks[i]
+	return chunkReport(p.turn, session, i, c, p.Text(c), p.Textless(c))
+}
+
+// ChunkReport describes the speech chunk of an EventSpeech.
+func (e Event) ChunkReport() ChunkReport {
+	return chunkReport(e.Turn, e.Session, e.Index, e.Speech, e.Text, e.Textless)
+}
+
+func chunkReport(turn, session string, i int, c SpeechChunk, text string, textless bool) ChunkReport {
+	by := ReleasedByToken
+	switch {
+	case c.End:
+		by = ReleasedByEnd
+	case c.Timer:
+		by = ReleasedByTimer
+	}
+	return ChunkReport{
+		Turn: turn, Session: session, Index: i,
+		Text: text, Textless: textless,
+		ReleaseMs: Millis(c.Release), ReleasedBy: by, Token: c.Trigger,
+		SynthStartMs: Millis(c.Start), FirstAudioMs: Millis(c.Ready),
+		PlayStartMs: Millis(c.PlayStart), PlayEndMs: Millis(c.PlayEnd), AudioMs: Millis(c.Audio),
+	}
 }
 
 // NewUnderrunReport converts an underrun to its report form.
@@ -255,6 +324,11 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			r.Positions[u.Position]++
 			if r.opts.KeepUnderruns {
 				r.List = append(r.List, NewUnderrunReport(u))
+			}
+		}
+		if r.opts.KeepChunks {
+			for i := range p.Chunks {
+				r.Chunks = append(r.Chunks, NewChunkReport(p, t.Session, i))
 			}
 		}
 		r.minPreroll = max(r.minPreroll, p.MinPreroll)

@@ -99,8 +99,9 @@ type SpeechChunk struct {
 	// Trigger is the streamed chunk whose arrival released it (for a
 	// timer release, the one that started the timer).
 	Trigger int
-	// Timer is true when the policy's timer released it.
-	Timer bool
+	// Timer is true when the policy's timer released it; End when the end
+	// of the turn did (the policy let go of what it still held).
+	Timer, End bool
 	// Audio is its length of speech.
 	Audio time.Duration
 	// Release is when the policy handed it over; Start when synthesis

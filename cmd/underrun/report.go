@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,6 +50,7 @@ type reportFlags struct {
 	tpotSLO time.Duration
 	invert  bool
 	list    int
+	chunks  bool
 	sinks   []func(e *env, cfg pipeline.Config) (turnSink, error)
 	hooks   []func(e *env, cfg *pipeline.Config) error
 	// live marks a command that runs until stopped (proxy): its event log
@@ -61,7 +63,8 @@ type reportFlags struct {
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
 	fs.BoolVar(&f.perTurn, "per-turn", false, "add a line per turn to the report")
-	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (one per underrun, one per turn) to `FILE` (- for stderr)")
+	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (one per speech chunk, one per underrun, one per turn) to `FILE` (- for stderr)")
+	fs.BoolVar(&f.chunks, "chunks", false, "list every speech chunk handed to the synthesizer: its text, release and what released it, synthesis and play times")
 	fs.DurationVar(&f.tpotSLO, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within to pass")
 	fs.BoolVar(&f.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
 	fs.IntVar(&f.list, "list", 20, "list up to `N` underruns in the text report (0: none)")
@@ -106,6 +109,7 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	s := &session{env: e, flags: f, cfg: cfg, playout: p, log: zerolog.Nop()}
 	s.report = pipeline.NewReport(cfg, pipeline.ReportOptions{
 		TPOTSLO: f.tpotSLO, PerTurn: f.perTurn, KeepUnderruns: true, MaxTPOT: f.invert,
+		KeepChunks: f.chunks,
 	})
 	switch f.events {
 	case "":
@@ -155,6 +159,11 @@ func (s *session) add(t *pipeline.Turn) error {
 
 // played accounts a turn already played through p.
 func (s *session) played(t *pipeline.Turn, p *pipeline.Playout) error {
+	if s.flags.events != "" {
+		for i := range p.Chunks {
+			pipeline.LogChunk(s.log, pipeline.NewChunkReport(p, t.Session, i))
+		}
+	}
 	for _, u := range p.Underruns {
 		pipeline.LogUnderrun(s.log, u)
 	}
@@ -227,9 +236,17 @@ func writeTextReport(w io.Writer, r *pipeline.Report, list int) error {
 	if err := r.WriteText(w); err != nil {
 		return err
 	}
-	if list <= 0 || len(r.List) == 0 {
-		return nil
+	if list > 0 && len(r.List) > 0 {
+		writeUnderrunList(w, r, list)
 	}
+	if len(r.Chunks) > 0 {
+		writeChunks(w, r.Chunks)
+	}
+	return nil
+}
+
+// writeUnderrunList writes the first list underruns as a table.
+func writeUnderrunList(w io.Writer, r *pipeline.Report, list int) {
 	fmt.Fprintf(w, "\nunderruns (first %d of %d):\n", min(list, len(r.List)), len(r.List))
 	fmt.Fprintf(w, "  %-12s %10s %10s  %-12s %-11s %-17s %6s %9s %9s\n", "turn", "start ms", "length ms", "class", "cause", "where", "token", "ITL ms", "tol ms")
 	for i, u := range r.List {
@@ -239,5 +256,35 @@ func writeTextReport(w io.Writer, r *pipeline.Report, list int) error {
 		fmt.Fprintf(w, "  %-12s %10.1f %10.1f  %-12s %-11s %-17s %6d %9.1f %9.1f\n",
 			u.Turn, u.StartMs, u.DurationMs, u.Class, u.Cause, u.Position, u.Token, u.ITLMs, u.ToleranceMs)
 	}
-	return nil
+}
+
+// writeChunks writes every speech chunk as a table, turn by turn (--chunks).
+func writeChunks(w io.Writer, chunks []pipeline.ChunkReport) {
+	for i, c := range chunks {
+		if i == 0 || c.Turn != chunks[i-1].Turn || c.Session != chunks[i-1].Session {
+			n := 0
+			for _, d := range chunks[i:] {
+				if d.Turn != c.Turn || d.Session != c.Session {
+					break
+				}
+				n++
+			}
+			fmt.Fprintf(w, "\nspeech chunks of turn %s (%d; times in ms since the request):\n", c.Turn, n)
+			fmt.Fprintf(w, "  %5s %9s  %-12s %11s %11s %10s %9s %8s  %s\n",
+				"chunk", "release", "released by", "synth start", "first audio", "play start", "play end", "audio", "text")
+		}
+		by := c.ReleasedBy
+		switch c.ReleasedBy {
+		case pipeline.ReleasedByToken:
+			by = fmt.Sprintf("token %d", c.Token)
+		case pipeline.ReleasedByTimer:
+			by = fmt.Sprintf("timer (%d)", c.Token)
+		}
+		text := strconv.Quote(c.Text)
+		if c.Textless {
+			text += " (stands in for tokens without text)"
+		}
+		fmt.Fprintf(w, "  %5d %9.1f  %-12s %11.1f %11.1f %10.1f %9.1f %8.1f  %s\n",
+			c.Index, c.ReleaseMs, by, c.SynthStartMs, c.FirstAudioMs, c.PlayStartMs, c.PlayEndMs, c.AudioMs, text)
+	}
 }

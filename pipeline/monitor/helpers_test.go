@@ -116,7 +116,13 @@ type events struct {
 
 func subscribe(t *testing.T, ts *httptest.Server) *events {
 	t.Helper()
-	c := dialT(t, ts, "/events", nil)
+	return subscribeTo(t, ts, "/events")
+}
+
+// subscribeTo subscribes at path (with its query).
+func subscribeTo(t *testing.T, ts *httptest.Server, path string) *events {
+	t.Helper()
+	c := dialT(t, ts, path, nil)
 	if m := readMsg(t, c, 2*time.Second); m["type"] != "hello" {
 		t.Fatalf("first event %v, want hello", m)
 	}

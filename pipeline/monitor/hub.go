@@ -21,6 +21,7 @@ type subscriber struct {
 	conn     *websocket.Conn
 	bc       *batchConn
 	page     bool
+	chunks   bool                   // asked for speech chunks (/events?chunks=1)
 	mu       sync.Mutex             // one writer of messages at a time (gorilla's rule)
 	selected atomic.Pointer[string] // the session a page charts
 	dropped  bool                   // removed from the hub (hub.mu held)
@@ -38,12 +39,14 @@ func newSubscriber(conn *websocket.Conn, page bool) *subscriber {
 
 // hub fans messages out to subscribers.
 type hub struct {
-	mu     sync.RWMutex
-	subs   map[*subscriber]struct{}
-	pages  atomic.Int32
-	closed bool
-	queue  int // the most messages a subscriber may be behind
-	onDrop func(page bool)
+	mu    sync.RWMutex
+	subs  map[*subscriber]struct{}
+	pages atomic.Int32
+	// chunkSubs counts the subscribers that asked for speech chunks
+	chunkSubs atomic.Int32
+	closed    bool
+	queue     int // the most messages a subscriber may be behind
+	onDrop    func(page bool)
 	// batches is how many batches of timer calls are running (see batch)
 	batches atomic.Int32
 }
@@ -62,6 +65,9 @@ func (h *hub) add(s *subscriber, writeTimeout time.Duration) bool {
 	h.subs[s] = struct{}{}
 	if s.page {
 		h.pages.Add(1)
+	}
+	if s.chunks {
+		h.chunkSubs.Add(1)
 	}
 	h.mu.Unlock()
 	go s.write(writeTimeout)
@@ -340,6 +346,9 @@ func (h *hub) drop(s *subscriber, slow bool) {
 	delete(h.subs, s)
 	if s.page {
 		h.pages.Add(-1)
+	}
+	if s.chunks {
+		h.chunkSubs.Add(-1)
 	}
 	close(s.quit)
 	h.mu.Unlock()

@@ -560,6 +560,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
 	}
 	conn.SetReadLimit(4096)
 	sub := newSubscriber(conn, page)
+	sub.chunks = !page && r.URL.Query().Get("chunks") == "1"
 	if sel := r.URL.Query().Get("session"); sel != "" {
 		sub.selected.Store(&sel)
 	}

@@ -417,6 +417,9 @@ func (sess *session) onEvent(e pipeline.Event) {
 			AtMs: pipeline.Millis(u.Start), DurationMs: pipeline.Millis(u.Duration), LateMs: pipeline.Millis(e.Now - e.At),
 			Class: string(u.Class), Cause: string(u.Cause), Position: string(u.Position), Token: ptr(u.Token),
 			ITLMs: pipeline.Millis(u.ITL), ToleranceMs: pipeline.Millis(u.Tolerance), UnixNs: begin.Add(u.Start).UnixNano()})
+	case pipeline.EventSpeech:
+		sess.mu.Unlock()
+		sess.srv.publishChunk(e, sess.id, begin)
 	case pipeline.EventTurn:
 		sum := summarize(e, ts, cfg.Interruption)
 		sess.turnsDone++
