@@ -60,9 +60,10 @@ type Config struct {
 	// audio (Done) from it instead of the voice model and Synth, so the
 	// engine predicts the gaps of that very run. Chunks it does not know
 	// keep the models; one it measured without audio is no speech chunk.
-	// Within a measured chunk the player is taken to have all its audio
-	// from its first audio on (frames follow Synth.RTF only for the
-	// pre-roll start).
+	// Within a measured chunk the player plays no further than the audio
+	// that had arrived (SynthTiming.Arrivals), or, without arrivals, has
+	// all of it from its first audio on (frames follow Synth.RTF only for
+	// the pre-roll start).
 	Measured MeasuredSynth
 }
 
@@ -81,9 +82,18 @@ type MeasuredSynth interface {
 // SynthTiming is one speech chunk as a real synthesizer handled it, in
 // times since the turn began: when the synthesizer was given it (Start),
 // when its first audio reached the player (Ready), when its last audio did
-// (Done), and how long its audio is.
+// (Done), and how long its audio is. Arrivals, when set, are the pieces in
+// which the audio reached the player, in order (the first at Ready; their
+// audio adds up to Audio).
 type SynthTiming struct {
 	Start, Ready, Done, Audio time.Duration
+	Arrivals                  []Arrival
+}
+
+// Arrival is a piece of a chunk's audio reaching the player: At, with
+// Audio of speech in it.
+type Arrival struct {
+	At, Audio time.Duration
 }
 
 // DefaultConfig returns a word-streaming synthesizer with 100 ms to first
@@ -175,6 +185,7 @@ type Playout struct {
 	spokenRecords     int
 	scratch           []time.Duration
 	gapKinds          []uint8       // per underrun: how its chunk's text stood
+	arrivals          [][]Arrival   // per speech chunk, with Config.Measured: its measured pieces
 	speech            time.Duration // audio of the released chunks
 	err               error         // first Config.Durations failure
 
@@ -249,6 +260,7 @@ func (p *Playout) Reset(id string) {
 	p.spokenRecords = 0
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
 	p.gapKinds = p.gapKinds[:0]
+	p.arrivals = p.arrivals[:0]
 	p.speech, p.err = 0, nil
 	p.MinPreroll = 0
 }
@@ -527,6 +539,9 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	if measured {
 		c.Start, c.Ready, c.Done = real.Start, real.Ready, max(real.Ready, real.Done)
 	}
+	if p.cfg.Measured != nil {
+		p.arrivals = append(p.arrivals, real.Arrivals) // nil when not measured
+	}
 	p.synthDone = max(p.synthDone, c.Done)
 	before := p.allReady // every earlier chunk is whole by then
 	p.allReady = max(p.allReady, c.Ready+p.lastFrameOffset(c))
@@ -647,6 +662,23 @@ func (p *Playout) schedule() {
 			p.playhead = c.Ready
 		}
 		c.PlayStart = p.playhead
+		if i < len(p.arrivals) && len(p.arrivals[i]) > 0 {
+			// measured: the player plays what has arrived, piece by piece
+			t := c.PlayStart
+			for _, a := range p.arrivals[i] {
+				if a.Audio <= 0 {
+					continue // nothing to wait for
+				}
+				if a.At > t {
+					p.intraGap(i, t, a.At-t)
+					t = a.At
+				}
+				t += a.Audio
+			}
+			p.playhead = t
+			c.PlayEnd = t
+			continue
+		}
 		if p.cfg.Synth.RTF <= 1 || c.Audio <= p.frame {
 			p.playhead += c.Audio
 			c.PlayEnd = p.playhead

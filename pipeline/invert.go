@@ -29,10 +29,15 @@ const MaxTPOTLimit = 10 * time.Second
 // plays with no interruption. ok is false when even instant tokens
 // interrupt (the synthesizer or policy alone causes them) or the turn has no
 // chunks. A scratch Playout built from the same Config may be passed to
-// save allocations; nil makes one.
+// save allocations; nil makes one. Config.Measured is left out: measured
+// timings are those of the token timing that was measured, and the
+// question is about others, which the models answer.
 func MaxTPOT(cfg Config, t *Turn, scratch *Playout) (tpot time.Duration, ok bool, err error) {
 	if len(t.Chunks) == 0 {
 		return 0, false, nil
+	}
+	if cfg.Measured != nil {
+		cfg.Measured, scratch = nil, nil
 	}
 	p := scratch
 	if p == nil {

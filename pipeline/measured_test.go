@@ -68,3 +68,34 @@ func TestMeasuredTimings(t *testing.T) {
 		}
 	}
 }
+
+// A measured chunk whose audio came in pieces, the second late: the
+// player runs dry inside it, and the gap is the synthesizer's.
+func TestMeasuredArrivals(t *testing.T) {
+	t.Parallel()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	cfg := DefaultConfig()
+	cfg.Policy, _ = tts.ParsePolicy("token")
+	turn := &Turn{ID: "t", Status: StatusOK, Chunks: []Chunk{{At: ms(0), Text: "One", Tokens: 1}, {At: ms(10), Text: " two", Tokens: 1}}}
+	cfg.Measured = measuredFake{
+		{0, 3}: {Start: 0, Ready: ms(20), Done: ms(200), Audio: ms(100),
+			Arrivals: []Arrival{{At: ms(20), Audio: ms(40)}, {At: ms(100), Audio: ms(60)}, {At: ms(200), Audio: 0}}},
+		{3, 7}: {Start: ms(10), Ready: ms(30), Done: ms(30), Audio: ms(50), Arrivals: []Arrival{{At: ms(30), Audio: ms(50)}}},
+	}
+	pl, err := Play(cfg, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// plays 20-60, waits for the second piece until 100, plays to 160;
+	// the empty piece at 200 has nothing to play, so it waits for nothing
+	if len(pl.Underruns) != 1 {
+		t.Fatalf("underruns %+v, want the one inside the first chunk", pl.Underruns)
+	}
+	u := pl.Underruns[0]
+	if u.Start != ms(60) || u.Duration != ms(40) || u.Cause != CauseSynthesizer || u.Position != MidChunk {
+		t.Errorf("underrun %+v, want 40ms from 60ms, synthesizer, mid chunk", u)
+	}
+	if c := pl.Chunks[1]; c.PlayStart != ms(160) || c.PlayEnd != ms(210) {
+		t.Errorf("second chunk played %v-%v, want 160ms-210ms", c.PlayStart, c.PlayEnd)
+	}
+}

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
 )
@@ -31,14 +33,17 @@ const analyzeExample = `  underrun analyze trace.jsonl
   underrun analyze --chunking sentence --tts-latency 250ms --preroll 300ms trace.jsonl
   underrun analyze --output json --per-turn --events events.jsonl a.jsonl b.jsonl
   # a player that plays each token for 250 ms the moment it arrives:
-  underrun analyze --token-audio 250ms --chunking token --tts-latency 0 --rtf 0 trace.jsonl`
+  underrun analyze --token-audio 250ms --chunking token --tts-latency 0 --rtf 0 trace.jsonl
+  # a run of underrun speak --record, again through the model, with the synthesizer as it was measured:
+  underrun analyze --measured run.jsonl run.jsonl`
 
 type analyzeCommand struct {
-	env    *env
-	cmd    *cobra.Command
-	engine engineFlags
-	out    reportFlags
-	format string
+	env      *env
+	cmd      *cobra.Command
+	engine   engineFlags
+	out      reportFlags
+	format   string
+	measured string
 }
 
 func newAnalyzeCommand(e *env) *analyzeCommand {
@@ -54,6 +59,7 @@ func newAnalyzeCommand(e *env) *analyzeCommand {
 	a.engine.bind(fs)
 	a.out.bind(fs)
 	fs.StringVar(&a.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	fs.StringVar(&a.measured, "measured", "", "take each speech chunk's synthesizer timing from `FILE`, a recording of underrun speak --record (the same engine flags as that run)")
 	return a
 }
 
@@ -61,6 +67,27 @@ func (a *analyzeCommand) begin() (*session, error) {
 	cfg, err := a.engine.config()
 	if err != nil {
 		return nil, err
+	}
+	if a.measured != "" {
+		f, err := os.Open(a.measured)
+		if err != nil {
+			return nil, usagef("--measured: %w", err)
+		}
+		rec, err := speak.ReadRecording(f, a.measured)
+		f.Close()
+		if err != nil {
+			return nil, usagef("--measured: %w", err)
+		}
+		chunks := 0
+		for _, c := range rec.Chunks {
+			chunks += len(c)
+		}
+		if chunks == 0 {
+			return nil, usagef("--measured %s: no synthesizer timings in it (want a recording of underrun speak --record)", a.measured)
+		}
+		cfg.Measured = rec.Measured()
+		fmt.Fprintf(a.env.stderr, "underrun: the synthesizer timings measured in %s (%d chunks of %d turns) replace the synthesizer and voice models for those chunks\n",
+			a.measured, chunks, len(rec.Chunks))
 	}
 	return a.out.begin(a.env, cfg)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
+	"github.com/speech-pipeline/underrun/tts/stream"
 )
 
 func init() { commands = append(commands, newMockCommand) }
@@ -37,6 +38,15 @@ max_tokens cuts a turn with finish reason "length". Requests without
 "stream": true get the whole answer when its last chunk would have come.
 GET /v1/models and /health answer too.
 
+With --tts it also serves OpenAI's speech API, POST /v1/audio/speech
+({"input", "response_format": "pcm" or "wav" (the default here; OpenAI's
+is mp3, which the mock does not make), "stream_format": "sse"}): espeak-ng
+speaks each input and the audio goes out as espeak-ng makes it, pcm at
+24 kHz (resampled from espeak-ng's 22,050 Hz), wav at espeak-ng's rate with
+the sizes of a stream of unknown length; --tts-latency holds every answer
+that long before its first byte. "speed" is checked, not applied; a
+synthesis that fails mid-stream cuts the connection, as a server does.
+
 The turns come from a recorded trace (--trace, any format analyze reads),
 a scenario (--scenario, a built-in name or a YAML file: see
 ` + "`underrun scenarios`" + `), or the built-in default turn. Chunks
@@ -45,6 +55,8 @@ without recorded text stream filler words.`
 const mockExample = `  underrun mock                                        # the default turn on 127.0.0.1:8000
   underrun mock --trace trace.jsonl --listen 127.0.0.1:9000
   underrun mock --scenario prefill-unchunked --turns 20
+  underrun mock --tts --tts-latency 200ms --scenario prefill-unchunked   # an LLM and a TTS server
+  curl -N http://127.0.0.1:8000/v1/audio/speech -d '{"input":"Hello there.","response_format":"wav"}' > hello.wav
   curl -N http://127.0.0.1:8000/v1/chat/completions -d '{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'`
 
 type mockCommand struct {
@@ -59,6 +71,11 @@ type mockCommand struct {
 	force    bool
 	// allowHosts are the Host names served besides loopback ones
 	allowHosts []string
+
+	tts         bool
+	ttsLatency  time.Duration
+	espeakVoice string
+	speed       int
 }
 
 func newMockCommand(e *env) *cobra.Command {
@@ -81,6 +98,10 @@ func newMockCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.events, "events", "", "log one zerolog JSON event per request to `FILE` (- for stderr)")
 	bindForce(fs, &c.force)
 	bindAllowHost(fs, &c.allowHosts, "")
+	fs.BoolVar(&c.tts, "tts", false, "also serve /v1/audio/speech: espeak-ng speaks each request, its audio streamed as it is made")
+	fs.DurationVar(&c.ttsLatency, "tts-latency", 0, "with --tts: hold every speech answer this long before its first byte")
+	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "with --tts: espeak-ng voice (-v), e.g. en-us")
+	fs.IntVar(&c.speed, "speed", 0, "with --tts: espeak-ng rate (-s) in words per minute (default: its own, 175)")
 	return cmd
 }
 
@@ -119,27 +140,28 @@ func (c *mockCommand) loadTurns(ctx context.Context) ([]*pipeline.Turn, string, 
 		}
 		return turns, label, nil
 	case c.scenario != "":
-		s, err := scenarios.Open(c.scenario)
-		if err != nil {
-			return nil, "", usageError{err}
-		}
-		n := c.turns
-		if n <= 0 {
-			n = max(s.Turns, 1)
-		}
-		var turns []*pipeline.Turn
-		err = s.EachTurn(ctx, n, func(t *pipeline.Turn) error { turns = append(turns, t); return nil })
-		if err != nil {
-			return nil, "", err
-		}
-		return turns, "scenario " + s.Name, nil
+		return scenarioTurns(ctx, c.scenario, c.turns)
 	}
 	return []*pipeline.Turn{scenarios.DefaultTurn()}, "the built-in default turn", nil
 }
 
 func (c *mockCommand) run(ctx context.Context) error {
-	if c.turns < 0 {
+	switch {
+	case c.turns < 0:
 		return usagef("--turns must not be negative, got %d", c.turns)
+	case !c.tts && (c.ttsLatency != 0 || c.espeakVoice != "" || c.speed != 0):
+		return usagef("--tts-latency, --espeak-voice and --speed need --tts")
+	case c.ttsLatency < 0 || c.speed < 0:
+		return usagef("--tts-latency and --speed must not be negative")
+	}
+	var speech stream.Synthesizer
+	if c.tts {
+		e, err := stream.NewEspeak()
+		if err != nil {
+			return usagef("--tts: %w (install the espeak-ng package)", err)
+		}
+		e.Engine.Voice, e.Engine.Speed = c.espeakVoice, c.speed
+		speech = e
 	}
 	turns, from, err := c.loadTurns(ctx)
 	if err != nil {
@@ -162,9 +184,13 @@ func (c *mockCommand) run(ctx context.Context) error {
 	if err != nil {
 		return usagef("--listen: %w", err)
 	}
-	m := &openai.Mock{Turns: turns, Model: c.model, Logger: log}
+	m := &openai.Mock{Turns: turns, Model: c.model, Logger: log, Speech: speech, SpeechLatency: c.ttsLatency}
 	fmt.Fprintf(c.env.stderr, "mock: streaming %d turn(s) from %s at http://%s/v1 (model %s); Ctrl-C to stop\n",
 		len(turns), from, ln.Addr(), c.model)
+	if speech != nil {
+		fmt.Fprintf(c.env.stderr, "mock: espeak-ng speaks at http://%s%s (pcm at %d Hz, wav, stream_format sse), %v before the first byte\n",
+			ln.Addr(), openai.SpeechPath, openai.DefaultSpeechRate, c.ttsLatency)
+	}
 	return serve(ctx, ln, m, c.allowHosts)
 }
 
@@ -200,4 +226,22 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, allowHosts []st
 // holds.
 func bindAllowHost(fs *pflag.FlagSet, hosts *[]string, more string) {
 	fs.StringSliceVar(hosts, "allow-host", nil, "`HOST` name to answer besides localhost, loopback addresses and the address listened on (repeatable; * for any)"+more+"; other names are refused, so that no web page can reach this server by DNS rebinding")
+}
+
+// scenarioTurns returns n turns of the scenario name (a built-in name or
+// a YAML file; n 0: the scenario's own count) and a label for them.
+func scenarioTurns(ctx context.Context, name string, n int) ([]*pipeline.Turn, string, error) {
+	s, err := scenarios.Open(name)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	if n <= 0 {
+		n = max(s.Turns, 1)
+	}
+	var turns []*pipeline.Turn
+	err = s.EachTurn(ctx, n, func(t *pipeline.Turn) error { turns = append(turns, t); return nil })
+	if err != nil {
+		return nil, "", err
+	}
+	return turns, "scenario " + s.Name, nil
 }

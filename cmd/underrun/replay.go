@@ -47,9 +47,10 @@ const replayExample = `  underrun replay trace.jsonl
   underrun replay live.jsonl --to http://127.0.0.1:8765    # into a running monitor
   go build -tags speaker ./cmd/underrun && ./underrun replay --play trace.jsonl`
 
-// openSpeaker starts playing s through the sound card at rate and returns
-// the function that stops it; nil in builds without the speaker tag.
-var openSpeaker func(rate int, s beep.Streamer) (stop func(), err error)
+// openSpeaker starts playing s through the sound card at rate, with a
+// buffer of that length, and returns the function that stops it; nil in
+// builds without the speaker tag.
+var openSpeaker func(rate int, buffer time.Duration, s beep.Streamer) (stop func(), err error)
 
 type replayCommand struct {
 	env    *env
@@ -221,7 +222,7 @@ func (r *replayRun) replay(ctx context.Context, turns []*pipeline.Turn) error {
 			return err
 		}
 		r.engine, r.audio = engine, render.NewLive()
-		if stop, err = openSpeaker(cfg.SampleRate, r.audio); err != nil {
+		if stop, err = openSpeaker(cfg.SampleRate, 50*time.Millisecond, r.audio); err != nil {
 			return fmt.Errorf("--play: %w", err)
 		}
 	}
@@ -280,15 +281,11 @@ func (r *replayRun) event(e pipeline.Event) {
 	line := func(format string, args ...any) {
 		fmt.Fprintf(r.live, "  %8.3fs  %-12s  %s\n", now.Seconds(), e.Turn, fmt.Sprintf(format, args...))
 	}
+	if text, ok := guardEventText(e); ok {
+		line("%s", text)
+		return
+	}
 	switch e.Kind {
-	case pipeline.EventDrain:
-		line("underrun started: the player ran dry after token %d arrived", e.LastToken)
-	case pipeline.EventUnderrun:
-		u := e.Underrun
-		line("underrun: %.1f ms %s, %s, token %d (ITL %.1f ms), %s",
-			pipeline.Millis(u.Duration), u.Class, u.Cause, u.Token, pipeline.Millis(u.ITL), u.Position)
-	case pipeline.EventStall:
-		line("stall warning: %.1f ms of tolerance left after token %d", pipeline.Millis(e.Tolerance), e.LastToken)
 	case pipeline.EventSpeech:
 		if r.audio == nil {
 			return

@@ -19,12 +19,12 @@ func init() { openSpeaker = playThroughSpeaker }
 // library can wait for it forever.
 const speakerStartup = 5 * time.Second
 
-func playThroughSpeaker(rate int, s beep.Streamer) (func(), error) {
+func playThroughSpeaker(rate int, buffer time.Duration, s beep.Streamer) (func(), error) {
 	sr := beep.SampleRate(rate)
 	done := make(chan error, 1)
 	go func() {
-		// 50 ms of buffer: small enough to hear gaps where they fall
-		done <- speaker.Init(sr, sr.N(50*time.Millisecond))
+		// a short buffer, to hear gaps where they fall
+		done <- speaker.Init(sr, sr.N(buffer))
 	}()
 	select {
 	case err := <-done:

@@ -88,6 +88,9 @@ type session struct {
 	sinks   []turnSink
 	events  *outfile.File // --events FILE of a finished run, put in place by finish
 	closers []func() error
+	// writeReport, when set, renders the report instead of the text or
+	// JSON report alone (speak adds its comparison).
+	writeReport func(w io.Writer, r *pipeline.Report, json bool) error
 }
 
 func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
@@ -217,9 +220,12 @@ func (s *session) finish() error {
 	}
 	s.report.Close()
 	var err error
-	if s.flags.output == "json" {
+	switch {
+	case s.writeReport != nil:
+		err = s.writeReport(s.env.stdout, s.report, s.flags.output == "json")
+	case s.flags.output == "json":
 		err = s.report.WriteJSON(s.env.stdout)
-	} else {
+	default:
 		err = writeTextReport(s.env.stdout, s.report, s.flags.list)
 	}
 	if err != nil {

@@ -42,6 +42,9 @@ type Heard struct {
 	// when the last one ended.
 	Started    bool
 	Start, End time.Duration
+	// FirstSample is where the turn's first audio lies in all the player
+	// played (Options.Record's samples, from 0).
+	FirstSample int64
 	// Speech is the audio played, Samples the same in samples.
 	Speech  time.Duration
 	Samples int64
@@ -199,33 +202,38 @@ func (p *Player) Begin(id string, begin time.Time) error {
 }
 
 // Add appends audio of turn id that arrived at at, tagged chunk (the
-// speech chunk it says, reported with the gap it ends). Audio at another
-// rate than the player's is resampled.
-func (p *Player) Add(id string, a tts.Audio, at time.Time, chunk int) error {
+// speech chunk it says, reported with the gap it ends), and returns when
+// the player has it: at, or now if that is later (the audio can play no
+// sooner than it is in the buffer), or when the audio before it came.
+// Audio at another rate than the player's is resampled.
+func (p *Player) Add(id string, a tts.Audio, at time.Time, chunk int) (time.Time, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t, err := p.open(id)
 	if err != nil {
-		return err
+		return at, err
+	}
+	if now := p.now(); now.After(at) {
+		at = now
 	}
 	samples := a.Samples
 	if a.Rate != p.rate && len(samples) > 0 {
 		if a.Rate <= 0 {
-			return fmt.Errorf("%w %q: audio at rate %d", ErrTurn, id, a.Rate)
+			return at, fmt.Errorf("%w %q: audio at rate %d", ErrTurn, id, a.Rate)
 		}
 		exact := float64(len(samples))*float64(p.rate)/float64(a.Rate) + t.resample
 		n := int(math.Floor(exact))
 		t.resample = exact - float64(n)
 		samples = tts.Fit(a, n)
 	}
-	if len(samples) == 0 {
-		return nil
-	}
 	if n := len(t.pieces); n > 0 && at.Before(t.pieces[n-1].at) {
 		at = t.pieces[n-1].at // arrivals are in order
 	}
+	if len(samples) == 0 {
+		return at, nil
+	}
 	t.pieces = append(t.pieces, piece{samples: samples, at: at, chunk: chunk})
-	return nil
+	return at, nil
 }
 
 // Finish says that turn id has no more audio, as of at.
@@ -325,6 +333,7 @@ func (p *Player) next(k int64, due, by time.Time) float32 {
 			t.playing = true
 			t.heard.Started = true
 			t.heard.Start = due.Sub(t.begin)
+			t.heard.FirstSample = k
 		}
 		if len(t.pieces) > 0 && !t.pieces[0].at.After(by) {
 			pc := &t.pieces[0]

@@ -38,6 +38,8 @@ func play(t *testing.T, opts Options, arrivals []arrival, finish, step, until in
 	t.Helper()
 	var rec []float32
 	opts.Record = func(s []float32) { rec = append(rec, s...) }
+	clock := t0
+	opts.Now = func() time.Time { return clock }
 	p, err := New(rate, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +53,11 @@ func play(t *testing.T, opts Options, arrivals []arrival, finish, step, until in
 	next := 0
 	finished := false
 	for now := 0; now <= until; now += step {
-		// audio arrives when it arrives, whatever the drain's schedule
+		// audio arrives when it arrives, whatever the drain's schedule;
+		// its arrival is stamped, and the player has it since then
 		for next < len(arrivals) && arrivals[next].at <= now {
 			a := arrivals[next]
-			if err := p.Add("t1", tone(a.samples), at(a.at), a.chunk); err != nil {
+			if _, err := p.Add("t1", tone(a.samples), at(a.at), a.chunk); err != nil {
 				t.Fatal(err)
 			}
 			next++
@@ -65,8 +68,10 @@ func play(t *testing.T, opts Options, arrivals []arrival, finish, step, until in
 			}
 			finished = true
 		}
+		clock = at(now)
 		p.advance(at(now))
 	}
+	clock = at(until)
 	p.advance(at(until))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -164,7 +169,7 @@ func TestPlayerEvents(t *testing.T) {
 // from its own beginning.
 func TestPlayerTurnsInOrder(t *testing.T) {
 	t.Parallel()
-	p, _ := New(rate, Options{})
+	p, _ := New(rate, Options{Now: func() time.Time { return t0 }})
 	p.begin(t0)
 	p.Begin("a", t0)
 	p.Add("a", tone(100), at(10), 0)
@@ -185,7 +190,7 @@ func TestPlayerTurnsInOrder(t *testing.T) {
 
 func TestPlayerResamples(t *testing.T) {
 	t.Parallel()
-	p, _ := New(rate, Options{})
+	p, _ := New(rate, Options{Now: func() time.Time { return t0 }})
 	p.begin(t0)
 	p.Begin("a", t0)
 	for range 3 { // 3 x 333 samples at 2 kHz: 499 at 1 kHz, the remainders carried
@@ -232,8 +237,8 @@ func TestPlayerErrors(t *testing.T) {
 	if _, err := New(rate, Options{Preroll: -1}); err == nil {
 		t.Errorf("negative pre-roll accepted")
 	}
-	p, _ := New(rate, Options{})
-	if err := p.Add("x", tone(1), t0, 0); err == nil {
+	p, _ := New(rate, Options{Now: func() time.Time { return t0 }})
+	if _, err := p.Add("x", tone(1), t0, 0); err == nil {
 		t.Errorf("Add to a turn never begun succeeded")
 	}
 	p.Begin("a", t0)
@@ -241,7 +246,7 @@ func TestPlayerErrors(t *testing.T) {
 		t.Errorf("a turn begun twice")
 	}
 	p.Finish("a", t0)
-	if err := p.Add("a", tone(1), t0, 0); err == nil {
+	if _, err := p.Add("a", tone(1), t0, 0); err == nil {
 		t.Errorf("Add after Finish succeeded")
 	}
 	p.Close()

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+// guardEventText words a live guard event as replay and speak print it
+// while they run; ok is false for the kinds they do not print (speech,
+// turn).
+func guardEventText(e pipeline.Event) (text string, ok bool) {
+	switch e.Kind {
+	case pipeline.EventDrain:
+		return fmt.Sprintf("underrun started: the player ran dry after token %d arrived", e.LastToken), true
+	case pipeline.EventUnderrun:
+		u := e.Underrun
+		return fmt.Sprintf("underrun: %.1f ms %s, %s, token %d (ITL %.1f ms), %s",
+			pipeline.Millis(u.Duration), u.Class, u.Cause, u.Token, pipeline.Millis(u.ITL), u.Position), true
+	case pipeline.EventStall:
+		return fmt.Sprintf("stall warning: %.1f ms of tolerance left after token %d", pipeline.Millis(e.Tolerance), e.LastToken), true
+	}
+	return "", false
+}
