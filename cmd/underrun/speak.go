@@ -49,10 +49,10 @@ The synthesizer is espeak-ng run as a process, its audio read from its output
 as it is written (default), or any OpenAI-compatible /v1/audio/speech
 endpoint (--tts-url: OpenAI, Kokoro-FastAPI, LocalAI, underrun mock --tts),
 its streamed answer read as it arrives (--tts-format pcm or wav). --tts-mode
-says how it is driven: request (one request or process per chunk, one after
-another), parallel (one per chunk, all at once, played in order) or stream
-(one espeak-ng process per turn, fed chunk by chunk; the speech API has no
-such context).
+says how it is driven: stream (one espeak-ng process per turn, fed chunk by
+chunk; the engine's default), request (one request or process per chunk, one
+after another; the default with --tts-url, as the speech API has no synthesis
+context) or parallel (one per chunk, all at once, played in order).
 
 The player is a sink paced by the monotonic clock, which plays each sample
 at its due time from what had arrived by then and writes what it played to
@@ -270,6 +270,12 @@ func (c *speakCommand) run(cmd *cobra.Command, args []string) error {
 	cfg, err := c.engine.config()
 	if err != nil {
 		return err
+	}
+	fs := c.cmd.Flags()
+	if c.ttsURL != "" && cfg.Synth.Timing() == tts.ModeStream && !fs.Changed("tts-mode") && !fs.Changed("stack") && !fs.Changed("voice") {
+		// the speech API takes a request per text: stream mode, the
+		// engine's default, cannot drive it
+		cfg.Synth.Mode = tts.ModeRequest
 	}
 	synth, err := c.synthesizer()
 	if err != nil {
