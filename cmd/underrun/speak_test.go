@@ -246,7 +246,7 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 	t.Parallel()
 	testEspeak(t)
 	rec := filepath.Join(t.TempDir(), "run.jsonl")
-	code, out, errOut := runCLI(t, "", "speak", "--scenario", "testdata/speak/stalls.yaml", "--tts-mode", "stream", "--speed", "320",
+	code, out, errOut := runCLI(t, "", "speak", "--scenario", "testdata/speak/late-end.yaml", "--tts-mode", "stream", "--speed", "320",
 		"--record", rec, "-o", "json", "--check", "--max-tpot=false")
 	if code == exitUsage {
 		t.Fatalf("exit %d: %s", code, errOut)

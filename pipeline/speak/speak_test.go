@@ -8,6 +8,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/speak"
+	"github.com/speech-pipeline/underrun/pipeline/tokens"
 	"github.com/speech-pipeline/underrun/sim"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/player"
@@ -71,9 +72,11 @@ func run(t *testing.T, cfg pipeline.Config, synth stream.Synthesizer, turn *pipe
 
 const text = "Sure, I can help with that. The room is on the second floor, next to the lift."
 
+// stalled streams text with a stall early and one before its last word,
+// long enough to starve the player however late a busy machine starts it.
 func stalled() *pipeline.Turn {
 	return sim.ConstantTurn("t1", text, 80*time.Millisecond, 30*time.Millisecond,
-		[]sim.Stall{{Token: 6, Delay: 900 * time.Millisecond}, {Token: 14, Delay: 700 * time.Millisecond}})
+		[]sim.Stall{{Token: 6, Delay: 900 * time.Millisecond}, {Token: tokens.Count(text) - 2, Delay: 2500 * time.Millisecond}})
 }
 
 // What the player counted is what the engine predicts from the same token
