@@ -220,17 +220,9 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if c.maxTokens < 0 {
 		return usagef("--max-tokens must not be negative, got %d", c.maxTokens)
 	}
-	prompts := openai.DefaultPrompts
-	if c.prompts != "" {
-		f, err := os.Open(c.prompts)
-		if err != nil {
-			return usagef("--prompts: %w", err)
-		}
-		prompts, err = openai.ReadPrompts(f, c.prompts)
-		f.Close()
-		if err != nil {
-			return usagef("--prompts: %w", err)
-		}
+	prompts, err := loadPrompts(c.prompts)
+	if err != nil {
+		return err
 	}
 	load := openai.Load{Concurrency: c.concurrency, Rate: c.rate, Requests: c.requests, Duration: c.duration, Seed: c.seed}
 	if load.Requests == 0 && load.Duration == 0 {
@@ -387,4 +379,22 @@ func (c *captureCommand) progressBar(load openai.Load) *progressbar.ProgressBar 
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetElapsedTime(true),
 	)
+}
+
+// loadPrompts reads the --prompts file, or returns the built-in prompts
+// when path is empty.
+func loadPrompts(path string) ([]openai.Prompt, error) {
+	if path == "" {
+		return openai.DefaultPrompts, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--prompts: %w", err)
+	}
+	defer f.Close()
+	prompts, err := openai.ReadPrompts(f, path)
+	if err != nil {
+		return nil, usagef("--prompts: %w", err)
+	}
+	return prompts, nil
 }

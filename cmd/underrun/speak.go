@@ -244,17 +244,13 @@ func probe(ctx context.Context, s stream.Synthesizer) (rate int, first time.Dura
 		return 0, 0, err
 	}
 	defer u.Close()
-	for {
-		p, err := u.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return 0, 0, err
-		}
+	err = stream.Each(u, func(p stream.Piece) {
 		if rate == 0 {
 			rate, first = p.Rate, p.At.Sub(start)
 		}
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	if rate == 0 {
 		return 0, 0, fmt.Errorf("%w: %s gave no audio for %q", stream.ErrSynthesis, s.Name(), "Ready.")
@@ -301,17 +297,8 @@ func (c *speakCommand) run(cmd *cobra.Command, args []string) error {
 		if _, err := openai.Endpoint(c.url, openai.API(c.api)); err != nil {
 			return usagef("--url: %w", err)
 		}
-		prompts = openai.DefaultPrompts
-		if c.prompts != "" {
-			f, err := os.Open(c.prompts)
-			if err != nil {
-				return usagef("--prompts: %w", err)
-			}
-			prompts, err = openai.ReadPrompts(f, c.prompts)
-			f.Close()
-			if err != nil {
-				return usagef("--prompts: %w", err)
-			}
+		if prompts, err = loadPrompts(c.prompts); err != nil {
+			return err
 		}
 		from = c.url
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -15,7 +14,7 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/tts"
-	"github.com/speech-pipeline/underrun/tts/stream"
+	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
 // speakJSON is what the tests read of speak's JSON report.
@@ -37,20 +36,6 @@ type speakJSON struct {
 			} `json:"gaps"`
 		} `json:"turns"`
 	} `json:"comparison"`
-}
-
-// testEspeak is espeak-ng at 320 words per minute: short tests.
-func testEspeak(t *testing.T) *stream.Espeak {
-	t.Helper()
-	e, err := stream.NewEspeak()
-	if errors.Is(err, tts.ErrNoEngine) {
-		t.Skip("espeak-ng is not installed (apt-get install espeak-ng):", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Engine.Speed = 320
-	return e
 }
 
 // silentRuns returns the runs of silence in samples, at least min long:
@@ -130,7 +115,7 @@ func detectGaps(played, reference []float32, bounds []int, rate int) (gaps [][2]
 // 10 ms.
 func TestSpeakAgainstMock(t *testing.T) {
 	t.Parallel()
-	e := testEspeak(t)
+	e := streamtest.Espeak(t, 320) // short tests
 	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +229,7 @@ func TestSpeakAgainstMock(t *testing.T) {
 // gaps the run predicted.
 func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 	t.Parallel()
-	testEspeak(t)
+	streamtest.Espeak(t, 320)
 	rec := filepath.Join(t.TempDir(), "run.jsonl")
 	code, out, errOut := runCLI(t, "", "speak", "--scenario", "testdata/speak/late-end.yaml", "--tts-mode", "stream", "--speed", "320",
 		"--record", rec, "-o", "json", "--check", "--max-tpot=false")
@@ -316,7 +301,7 @@ func TestSpeakUsage(t *testing.T) {
 // says why.
 func TestSpeakStreamModeNeedsContext(t *testing.T) {
 	t.Parallel()
-	e := testEspeak(t)
+	e := streamtest.Espeak(t, 320) // short tests
 	srv := httptest.NewServer(&openai.Mock{Speech: e})
 	defer srv.Close()
 	code, _, errOut := runCLI(t, "", "speak", "--tts-url", srv.URL, "--tts-mode", "stream")
@@ -329,7 +314,7 @@ func TestSpeakStreamModeNeedsContext(t *testing.T) {
 // byte.
 func TestMockTTSCommand(t *testing.T) {
 	t.Parallel()
-	testEspeak(t)
+	streamtest.Espeak(t, 320)
 	s := startServer(t, "mock", "--listen", "127.0.0.1:0", "--tts", "--tts-latency", "150ms", "--speed", "320")
 	defer s.stop(t)
 	sent := time.Now()

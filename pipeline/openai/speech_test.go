@@ -12,22 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
-
-func espeakSynth(t *testing.T) *stream.Espeak {
-	t.Helper()
-	e, err := stream.NewEspeak()
-	if errors.Is(err, tts.ErrNoEngine) {
-		t.Skip("espeak-ng is not installed (apt-get install espeak-ng):", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
 
 // speechServer serves the mock with synth as its speech engine.
 func speechServer(t *testing.T, synth stream.Synthesizer, latency time.Duration, wrap func(http.Handler) http.Handler) *httptest.Server {
@@ -83,7 +70,7 @@ func TestSpeechBody(t *testing.T) {
 // espeak-ng, in every format the mock serves.
 func TestSpeechAgainstMock(t *testing.T) {
 	t.Parallel()
-	e := espeakSynth(t)
+	e := streamtest.Espeak(t, 0)
 	srv := speechServer(t, e, 0, nil)
 	whole, err := e.Engine.Synthesize(context.Background(), "Hello there, this is a test.")
 	if err != nil {

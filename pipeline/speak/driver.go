@@ -3,6 +3,7 @@ package speak
 import (
 	"errors"
 	"io"
+	"iter"
 	"sync"
 
 	"github.com/speech-pipeline/underrun/tts/stream"
@@ -61,21 +62,24 @@ func (q *queue) pop() (*Timing, bool) {
 	return c, true
 }
 
+// all yields the chunks in order, waiting for each, until the queue is
+// closed and empty.
+func (q *queue) all() iter.Seq[*Timing] {
+	return func(yield func(*Timing) bool) {
+		for {
+			c, ok := q.pop()
+			if !ok || !yield(c) {
+				return
+			}
+		}
+	}
+}
+
 // play reads an utterance of chunk c to its end, handing its audio to the
 // player.
 func (t *Turn) play(c *Timing, u stream.Utterance) {
 	defer u.Close()
-	for {
-		p, err := u.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.fail(c, err)
-			break
-		}
-		t.heard(c, p)
-	}
+	t.fail(c, stream.Each(u, func(p stream.Piece) { t.heard(c, p) }))
 	t.over(c)
 }
 
@@ -99,11 +103,7 @@ func (d *requestDriver) close()          { d.q.close() }
 func (d *requestDriver) run() {
 	t := d.t
 	defer t.finished()
-	for {
-		c, ok := d.q.pop()
-		if !ok {
-			return
-		}
+	for c := range d.q.all() {
 		if t.ctx.Err() != nil {
 			continue // stopped: what is left is not spoken
 		}
@@ -169,17 +169,16 @@ func (d *parallelDriver) fetch(c *Timing, a *answer) {
 		return
 	}
 	defer u.Close()
-	for {
-		p, err := u.Next()
-		if err != nil {
-			finish(err)
-			return
-		}
+	err = stream.Each(u, func(p stream.Piece) {
 		a.mu.Lock()
 		a.pieces = append(a.pieces, p)
 		a.mu.Unlock()
 		a.cond.Broadcast()
+	})
+	if err == nil {
+		err = io.EOF
 	}
+	finish(err)
 }
 
 // run plays the answers in order, each piece as soon as it is there and
@@ -187,11 +186,7 @@ func (d *parallelDriver) fetch(c *Timing, a *answer) {
 func (d *parallelDriver) run() {
 	t := d.t
 	defer t.finished()
-	for {
-		c, ok := d.q.pop()
-		if !ok {
-			return
-		}
+	for c := range d.q.all() {
 		d.mu.Lock()
 		a := d.answers[c]
 		delete(d.answers, c)
@@ -228,7 +223,6 @@ type contextDriver struct {
 	synth stream.ContextSynthesizer
 	cur   *contextRun
 	last  chan struct{} // closed when the newest reader is done: all audio is in
-	first bool
 }
 
 // contextRun is one context and the chunks spoken into it, in order.

@@ -2,7 +2,6 @@ package speak_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -13,20 +12,8 @@ import (
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/player"
 	"github.com/speech-pipeline/underrun/tts/stream"
+	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
-
-func espeak(t *testing.T) *stream.Espeak {
-	t.Helper()
-	e, err := stream.NewEspeak()
-	if errors.Is(err, tts.ErrNoEngine) {
-		t.Skip("espeak-ng is not installed (apt-get install espeak-ng):", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Engine.Speed = 320 // short tests
-	return e
-}
 
 // run speaks turn through a pipeline of cfg and synth in real time and
 // returns what was spoken and heard.
@@ -83,7 +70,7 @@ func stalled() *pipeline.Turn {
 // arrivals and the synthesizer's measured timings, in every timing mode.
 func TestHeardIsPredicted(t *testing.T) {
 	t.Parallel()
-	e := espeak(t)
+	e := streamtest.Espeak(t, 320) // short tests
 	for _, mode := range []tts.Mode{tts.ModeRequest, tts.ModeStream, tts.ModeParallel} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()

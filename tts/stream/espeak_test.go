@@ -5,26 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
-func espeak(t *testing.T) *stream.Espeak {
-	t.Helper()
-	e, err := stream.NewEspeak()
-	if errors.Is(err, tts.ErrNoEngine) {
-		t.Skip("espeak-ng is not installed (apt-get install espeak-ng):", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func TestEspeakContract(t *testing.T) {
 	t.Parallel()
-	e := espeak(t)
+	e := streamtest.Espeak(t, 0)
 	streamtest.CheckSynthesizer(t, e)
 	streamtest.CheckContext(t, e)
 	if e.Stdbuf != "" {
@@ -38,7 +25,7 @@ func TestEspeakContract(t *testing.T) {
 // A streamed request is the very audio tts.Espeak makes of the text.
 func TestEspeakSameAudio(t *testing.T) {
 	t.Parallel()
-	e := espeak(t)
+	e := streamtest.Espeak(t, 0)
 	for _, text := range []string{"Sure, I can help with that.", "and then we walk"} {
 		whole, err := e.Engine.Synthesize(context.Background(), text)
 		if err != nil {
@@ -73,7 +60,7 @@ func TestEspeakSameAudio(t *testing.T) {
 
 func TestEspeakAbort(t *testing.T) {
 	t.Parallel()
-	e := espeak(t)
+	e := streamtest.Espeak(t, 0)
 	c, err := e.OpenContext(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +89,7 @@ func TestEspeakAbort(t *testing.T) {
 // Nothing to say is no line for espeak-ng: the next text keeps its index.
 func TestEspeakContextBlankText(t *testing.T) {
 	t.Parallel()
-	e := espeak(t)
+	e := streamtest.Espeak(t, 0)
 	c, err := e.OpenContext(context.Background())
 	if err != nil {
 		t.Fatal(err)

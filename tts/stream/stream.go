@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -73,3 +74,19 @@ type ContextSynthesizer interface {
 // ErrSynthesis reports a synthesis that failed: the synthesizer refused
 // the text, died, or its audio stream broke off.
 var ErrSynthesis = errors.New("synthesis failed")
+
+// Each reads u to its end, calling f with every piece in order: nil at the
+// end of the audio, the error that ended it otherwise (the pieces before it
+// were given to f).
+func Each(u Utterance, f func(Piece)) error {
+	for {
+		p, err := u.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f(p)
+	}
+}

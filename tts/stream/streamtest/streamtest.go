@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream"
 )
 
@@ -17,16 +18,24 @@ import (
 // final error (nil for io.EOF).
 func Drain(u stream.Utterance) ([]stream.Piece, error) {
 	var pieces []stream.Piece
-	for {
-		p, err := u.Next()
-		if errors.Is(err, io.EOF) {
-			return pieces, nil
-		}
-		if err != nil {
-			return pieces, err
-		}
-		pieces = append(pieces, p)
+	err := stream.Each(u, func(p stream.Piece) { pieces = append(pieces, p) })
+	return pieces, err
+}
+
+// Espeak returns espeak-ng as a streaming synthesizer at speed words per
+// minute (0: its own), or skips the test with a clear message when it is
+// not installed.
+func Espeak(t testing.TB, speed int) *stream.Espeak {
+	t.Helper()
+	e, err := stream.NewEspeak()
+	if errors.Is(err, tts.ErrNoEngine) {
+		t.Skip("espeak-ng is not installed (apt-get install espeak-ng):", err)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Engine.Speed = speed
+	return e
 }
 
 // Samples returns how many samples the pieces hold.
