@@ -1,6 +1,9 @@
 package pipeline
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // Backlog is a turn's audio not yet played at one moment, measured two
 // ways. Every view of a turn (the monitor's table and live chart,
@@ -58,7 +61,11 @@ func PlayedAudio(c SpeechChunk, index int, gaps []Underrun, t time.Duration) tim
 // after t do not count.
 func BacklogAt(chunks []SpeechChunk, scheduled int, gaps []Underrun, rtf float64, frame, t time.Duration) Backlog {
 	var b Backlog
-	for i, c := range chunks {
+	// the scheduled chunks play in order: those played out by t add
+	// nothing, and a live turn's backlog costs only the chunks ahead
+	first := sort.Search(scheduled, func(i int) bool { return chunks[i].PlayEnd > t })
+	for i := first; i < len(chunks); i++ {
+		c := chunks[i]
 		if c.Release > t {
 			break
 		}
