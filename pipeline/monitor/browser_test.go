@@ -36,7 +36,8 @@ func fileExists(p string) bool {
 // session streams into the monitor, and checks that the page lists the
 // session, marks the underrun the test caused, and shows the player dry.
 func TestLivePageInBrowser(t *testing.T) {
-	t.Parallel()
+	// not parallel: the browser is heavy, and the timing tests of the
+	// package run after it, not beside it
 	bin := chromium(t)
 	s, ts := startServer(t, Options{Config: tokenConfig(100*time.Millisecond, 0), SnapshotInterval: 50 * time.Millisecond})
 	ev := subscribe(t, ts)

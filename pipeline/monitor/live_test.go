@@ -271,7 +271,8 @@ func TestLiveBacklogMatchesTimeline(t *testing.T) {
 // came are listed, the totals keep the closed session, idle sessions come
 // in numeric order, and both measures of audio are named.
 func TestLivePageTurnsHistoryTotals(t *testing.T) {
-	t.Parallel()
+	// not parallel: the browser is heavy, and the timing tests of the
+	// package run after it, not beside it
 	bin := chromium(t)
 	_, ts, _ := liveScene(t, Options{SnapshotInterval: 50 * time.Millisecond})
 	dom := loadPage(t, bin, ts.URL+"/?session=multi")
