@@ -73,6 +73,11 @@ type ReportOptions struct {
 	MaxTPOT bool
 	// KeepChunks keeps every speech chunk of every turn (Chunks field).
 	KeepChunks bool
+	// Goodput counts request goodput for these SLOs, as vLLM does
+	// (RequestGoodput); the verdict fails when the fraction of requests
+	// meeting every SLO is below GoodputMin.
+	Goodput    []SLO
+	GoodputMin float64
 }
 
 // Report accumulates turns and their playouts (Add), is finalized by Close,
@@ -109,6 +114,9 @@ type Report struct {
 	// tool that wrote it, compared with the summary it saved (set by the
 	// reader of a tool's file; see trace.Parity).
 	Tools []ToolFigures `json:"tool_figures,omitempty"`
+	// RequestGoodput counts the requests meeting every --goodput SLO, as
+	// vLLM bench serve does, beside speech goodput.
+	RequestGoodput *Goodput `json:"request_goodput,omitempty"`
 
 	opts                         ReportOptions
 	ttft, ttfst, tpot, itl, e2el Sample
@@ -121,6 +129,7 @@ type Report struct {
 	severities                   []Severity // of PerTurn, in order
 	closed                       bool
 	scratch                      *Playout // for the MaxTPOT inversion
+	goodputElsewhere             bool
 }
 
 // ConfigReport records the engine settings a report was made with.
@@ -244,6 +253,9 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 		Positions: map[Position]int{},
 		TPOTSLOMs: Millis(opts.TPOTSLO),
 	}
+	if len(opts.Goodput) > 0 {
+		r.RequestGoodput = NewGoodput(opts.Goodput)
+	}
 	name := ""
 	if cfg.Policy != nil {
 		name = cfg.Policy.Name()
@@ -268,6 +280,9 @@ func ptr(v float64) *float64 { return &v }
 // enabled, runs on a scratch Playout of the report's own.
 func (r *Report) Add(t *Turn, p *Playout) {
 	r.Turns++
+	if r.RequestGoodput != nil && !r.goodputElsewhere {
+		r.RequestGoodput.AddTurn(t)
+	}
 	tr := TurnReport{Turn: t.ID, Session: t.Session, Status: t.Status, Error: t.Error, Chunks: len(t.Chunks)}
 	if t.Status == StatusOK || t.Status == "" {
 		r.TurnsOK++
@@ -421,9 +436,21 @@ func (r *Report) Close() {
 		r.MaxSafeTPOTMs = ptr(0)
 	}
 	v := Verdict{Result: "pass", Reasons: []string{}}
+	if r.Turns == 0 && r.summariesOnly() {
+		// nothing to judge: the files hold the tools' summaries only
+		r.Verdict = Verdict{Result: VerdictNone, Reasons: []string{"the files hold no per-request timings, only the tools' summaries: no speech analysis"}}
+		return
+	}
 	if r.Turns == 0 {
 		v.Reasons = append(v.Reasons, "no turns")
 		v.Result = "fail"
+	}
+	if g := r.RequestGoodput; g != nil {
+		g.Close(0)
+		if g.Fraction < r.opts.GoodputMin {
+			v.Reasons = append(v.Reasons, fmt.Sprintf("request goodput: %d of %s (%.1f%%) met every SLO (%s); want at least %.1f%%",
+				g.Good, plural(g.Requests, "request"), 100*g.Fraction, FormatSLOs(g.SLOs), 100*r.opts.GoodputMin))
+		}
 	}
 	if r.TurnsOverSLO > 0 {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %s %s TPOT above the %s SLO (worst %.1f ms)",
@@ -440,6 +467,35 @@ func (r *Report) Close() {
 		v.Result = "fail"
 	}
 	r.Verdict = v
+}
+
+// CountGoodputElsewhere stops (true) or resumes (false) counting request
+// goodput from the turns Add is given: a caller that counts it at the
+// precision of a tool's file (trace.Parity) adds its count with
+// MergeGoodput instead.
+func (r *Report) CountGoodputElsewhere(on bool) { r.goodputElsewhere = on }
+
+// MergeGoodput adds a request goodput counted elsewhere for the report's
+// SLOs; it does nothing when the report counts none.
+func (r *Report) MergeGoodput(g *Goodput) {
+	if r.RequestGoodput != nil && g != nil {
+		r.RequestGoodput.Merge(g)
+	}
+}
+
+// VerdictNone is the verdict's result when there is nothing to judge: the
+// input held benchmark summaries and no turns. It is neither a pass nor a
+// failure (exit status 0).
+const VerdictNone = "none"
+
+// summariesOnly reports whether every tool file read held a summary only.
+func (r *Report) summariesOnly() bool {
+	for _, f := range r.Tools {
+		if !f.SavedOnly {
+			return false
+		}
+	}
+	return len(r.Tools) > 0
 }
 
 func fmtMs(ms float64) string {
@@ -470,6 +526,16 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 func (r *Report) WriteText(w io.Writer) error {
 	r.Close()
 	var b strings.Builder
+	if r.Verdict.Result == VerdictNone {
+		// summaries only: their figures, and what the rest needs
+		b.WriteString("underrun report: no per-request timings, so no speech analysis; the tools' saved figures:\n")
+		for _, f := range r.Tools {
+			f.writeText(&b)
+		}
+		b.WriteString("\nverdict: NONE (nothing to judge without per-request timings)\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "underrun report: %s (%d ok, %d failed, %d without speech)\n", plural(r.Turns, "turn"), r.TurnsOK, r.TurnsFailed, r.TurnsSilent)
 	if c := r.Config; c != nil {
 		if c.Stack != "" {
@@ -537,6 +603,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "speech goodput: %.1f%% of turns with no interruption\n", 100*r.SpeechGoodput)
+	if g := r.RequestGoodput; g != nil {
+		fmt.Fprintf(&b, "request goodput, counted as vLLM does: %s\n", g)
+	}
 	fmt.Fprintf(&b, "smallest pre-roll with no underrun: %.0f ms\n", r.MinPrerollMs)
 	if r.MaxSafeTPOTMs != nil {
 		if *r.MaxSafeTPOTMs > 0 {

@@ -31,14 +31,24 @@ type ToolFigures struct {
 	Mismatches []ToolMismatch `json:"mismatches"`
 	// Notes say what could not be compared, and why.
 	Notes []string `json:"notes,omitempty"`
+	// SavedOnly is true for a file that holds the tool's summary but no
+	// per-request timings: the metrics are the saved values, Requests the
+	// saved count of successful requests (-1: none saved).
+	SavedOnly bool `json:"saved_only,omitempty"`
+	// Goodput is the request goodput counted the way vLLM counts it, on
+	// the file's own times, when SLOs were given (--goodput).
+	Goodput *Goodput `json:"request_goodput,omitempty"`
 }
 
 // ToolMetric is one statistic as the tool names it, with underrun's name
-// for the same quantity.
+// for the same quantity: computed from the file's requests (Summary), or
+// only as the tool saved it (Saved: mean, median, std, min, max, pNN, in
+// milliseconds).
 type ToolMetric struct {
-	Name    string  `json:"name"`
-	Ours    string  `json:"ours"`
-	Summary Summary `json:"summary"`
+	Name    string             `json:"name"`
+	Ours    string             `json:"ours"`
+	Summary *Summary           `json:"summary,omitempty"`
+	Saved   map[string]float64 `json:"saved_ms,omitempty"`
 }
 
 // ToolMismatch is a saved summary value that underrun computes
@@ -78,19 +88,39 @@ func (f ToolFigures) writeText(b *strings.Builder) {
 	if f.Run != "" {
 		title += " (" + f.Run + ")"
 	}
-	noun := "requests"
-	if f.Requests == 1 {
-		noun = "request"
+	switch {
+	case f.SavedOnly && f.Requests >= 0:
+		fmt.Fprintf(b, "\n%s: figures as that tool saved them, over %s\n", title, plural(f.Requests, "request"))
+	case f.SavedOnly:
+		fmt.Fprintf(b, "\n%s: figures as that tool saved them\n", title)
+	default:
+		fmt.Fprintf(b, "\n%s: figures as that tool computes them, over %s\n", title, plural(f.Requests, "request"))
 	}
-	fmt.Fprintf(b, "\n%s: figures as that tool computes them, over %d %s\n", title, f.Requests, noun)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "metric (ms)\tours\tcount\tmean\tmedian\tstd\tmin\tp90\tp99\tmax\t")
 	for _, m := range f.Metrics {
-		s := m.Summary
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", m.Name, m.Ours, s.Count, s.Mean, s.Median, s.Std, s.Min, s.P90, s.P99, s.Max)
+		if s := m.Summary; s != nil {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", m.Name, m.Ours, s.Count, s.Mean, s.Median, s.Std, s.Min, s.P90, s.P99, s.Max)
+			continue
+		}
+		cell := func(stat string) string {
+			v, ok := m.Saved[stat]
+			if !ok && stat == "median" {
+				v, ok = m.Saved["p50"]
+			}
+			if !ok {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t-\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Name, m.Ours, cell("mean"), cell("median"), cell("std"), cell("min"), cell("p90"), cell("p99"), cell("max"))
 	}
 	tw.Flush()
+	if f.Goodput != nil {
+		fmt.Fprintf(b, "request goodput, counted as vLLM does: %s\n", f.Goodput)
+	}
 	switch {
+	case f.SavedOnly:
 	case f.Checked == 0:
 		b.WriteString("the file carries no saved summary to compare with\n")
 	case len(f.Mismatches) == 0:

@@ -13,7 +13,7 @@ func TestToolFiguresRender(t *testing.T) {
 	t.Parallel()
 	f := ToolFigures{
 		Tool: "vllm", File: "result.json", Requests: 1,
-		Metrics:    []ToolMetric{{Name: "itl", Ours: "ITL", Summary: Summary{Count: 2, Mean: 21.5}}},
+		Metrics:    []ToolMetric{{Name: "itl", Ours: "ITL", Summary: &Summary{Count: 2, Mean: 21.5}}},
 		Checked:    3,
 		Mismatches: []ToolMismatch{{Key: "std_itl_ms", Saved: math.NaN(), Computed: 0.5}},
 		Notes:      []string{"a note"},

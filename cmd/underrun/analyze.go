@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -93,6 +95,7 @@ func (a *analyzeCommand) begin() (*session, error) {
 }
 
 func (a *analyzeCommand) run(cmd *cobra.Command, args []string) error {
+	args = a.out.takeSLOArgs(args)
 	s, err := a.begin()
 	if err != nil {
 		return err
@@ -100,8 +103,9 @@ func (a *analyzeCommand) run(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		args = []string{"-"}
 	}
-	for _, name := range args {
-		if err := a.readFile(cmd, s, name); err != nil {
+	inputs, summaries := pairSummaries(args, a.format)
+	for _, name := range inputs {
+		if err := a.readFile(cmd, s, name, summaries[name]); err != nil {
 			s.abort()
 			return err
 		}
@@ -109,7 +113,91 @@ func (a *analyzeCommand) run(cmd *cobra.Command, args []string) error {
 	return s.finish()
 }
 
-func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) error {
+// aiperfSummaryFile is the name AIPerf gives the summary it writes beside
+// profile_export.jsonl.
+const aiperfSummaryFile = "profile_export_aiperf.json"
+
+// pairSummaries finds, among the files named, AIPerf summaries given
+// beside the per-request export they sum up (profile_export_aiperf.json
+// after profile_export.jsonl): each is paired with the export in its
+// folder, else the one named before it, and is not read on its own. The
+// rest are the inputs, in order.
+func pairSummaries(args []string, format string) (inputs []string, summaries map[string]string) {
+	if format != "" && format != "auto" {
+		return args, nil
+	}
+	kinds := make([]string, len(args))
+	for i, name := range args {
+		kinds[i] = detectFile(name)
+	}
+	summaries = map[string]string{}
+	for i, name := range args {
+		if kinds[i] != "aiperf-summary" {
+			continue
+		}
+		pair := ""
+		for j := range args {
+			if kinds[j] == "aiperf" && summaries[args[j]] == "" && (pair == "" || filepath.Dir(args[j]) == filepath.Dir(name) || j < i) {
+				pair = args[j]
+				if filepath.Dir(args[j]) == filepath.Dir(name) {
+					break
+				}
+			}
+		}
+		if pair != "" {
+			summaries[pair] = name
+			kinds[i] = "paired"
+		}
+	}
+	for i, name := range args {
+		if kinds[i] != "paired" {
+			inputs = append(inputs, name)
+		}
+	}
+	return inputs, summaries
+}
+
+// detectFile tells the format of a named file from its start ("" for
+// standard input, or a file that cannot be read).
+func detectFile(name string) string {
+	if name == "-" {
+		return ""
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, trace.SniffLen)
+	n, _ := io.ReadFull(f, head)
+	return trace.Detect(head[:n])
+}
+
+// readSummary reads the saved summaries of a summary file.
+func readSummary(e *env, name string) ([]trace.ToolSummary, error) {
+	in, err := openInput(e, name)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	dec, err := in.decoder("auto")
+	if err != nil {
+		return nil, err
+	}
+	td, ok := dec.(trace.ToolDecoder)
+	if !ok {
+		return nil, usagef("%s: not a benchmark tool's summary", name)
+	}
+	if _, err := dec.Next(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return nil, usagef("%s: holds requests, not a summary", name)
+		}
+		return nil, usageError{err}
+	}
+	return td.ToolSummaries(), nil
+}
+
+func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name, summary string) error {
 	in, err := openInput(a.env, name)
 	if err != nil {
 		return err
@@ -125,6 +213,10 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) e
 	var parity *trace.Parity
 	if td != nil {
 		parity = trace.NewParity(td.Tool())
+		// request goodput of a tool's file is counted on its own times
+		parity.CountGoodput(a.out.slos)
+		s.report.CountGoodputElsewhere(true)
+		defer s.report.CountGoodputElsewhere(false)
 	}
 	err = in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if parity != nil {
@@ -135,13 +227,33 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name string) e
 		}
 		return nil
 	})
-	if err == nil && parity != nil {
-		for _, f := range parity.Figures(td.ToolSummaries()) {
-			f.File = in.label
-			s.report.Tools = append(s.report.Tools, f)
+	if err != nil || parity == nil {
+		return err
+	}
+	saved, note := td.ToolSummaries(), ""
+	if td.Tool() == trace.ToolAIPerf && len(saved) == 0 {
+		// AIPerf saves its summary beside the export: given, or found
+		if summary == "" && name != "-" {
+			if beside := filepath.Join(filepath.Dir(name), aiperfSummaryFile); detectFile(beside) == "aiperf-summary" {
+				summary = beside
+			}
+		}
+		if summary != "" {
+			if saved, err = readSummary(a.env, summary); err != nil {
+				return err
+			}
+			note = "compared with AIPerf's summary " + summary
 		}
 	}
-	return err
+	for _, f := range parity.Figures(saved) {
+		f.File = in.label
+		if note != "" {
+			f.Notes = append(f.Notes, note)
+		}
+		s.report.MergeGoodput(f.Goodput)
+		s.report.Tools = append(s.report.Tools, f)
+	}
+	return nil
 }
 
 // runDefault analyzes the built-in default turn.

@@ -63,3 +63,114 @@ func TestAnalyzeVLLMPastTheHead(t *testing.T) {
 		t.Errorf("exit %d, stderr %s, stdout:\n%s", code, stderr, stdout)
 	}
 }
+
+// copyFixture copies a tool fixture into dir under name.
+func copyFixture(t *testing.T, dir, fixture, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(toolFixtures, fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAnalyzeSummaryOnly: files that hold a tool's summary and no
+// per-request timings print the saved figures in the tool table, say what
+// the speech analysis needs and how to get it, and exit 0; a file that
+// cannot be read at all still exits 2.
+func TestAnalyzeSummaryOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	vllm := filepath.Join(dir, "vllm-summary.json")
+	os.WriteFile(vllm, []byte(`{"backend": "vllm", "tokenizer_id": "m", "completed": 100, "duration": 12.5, "mean_ttft_ms": 120.5, "median_ttft_ms": 110.0, "std_ttft_ms": 30.0, "p99_ttft_ms": 250.0, "mean_itl_ms": 21.0, "p99_itl_ms": 45.0}`), 0o644)
+	sglang := filepath.Join(dir, "sglang.jsonl")
+	os.WriteFile(sglang, []byte(`{"backend": "sglang", "completed": 10, "mean_e2e_latency_ms": 900.0, "mean_ttft_ms": 80.0, "p99_ttft_ms": 90.0}`+"\n"), 0o644)
+	cases := []struct {
+		name, file string
+		want       []string
+	}{
+		{"vllm", vllm, []string{"vllm " + vllm + ": figures as that tool saved them, over 100 requests", "ttft", "120.50", "250.00", "--save-result --save-detailed"}},
+		{"sglang", sglang, []string{"figures as that tool saved them, over 10 requests", "80.00", "--output-details"}},
+		{"aiperf summary", copyFixture(t, dir, "aiperf/basic/profile_export_aiperf.json", "profile_export_aiperf.json"),
+			[]string{"time_to_first_token", "123.88", "this is AIPerf's summary; pass profile_export.jsonl"}},
+		{"genai-perf summary", copyFixture(t, dir, "genaiperf/basic/profile_export_genai_perf.json", "profile_export_genai_perf.json"),
+			[]string{"this is GenAI-Perf's summary; pass profile_export.json"}},
+	}
+	for _, tc := range cases {
+		code, stdout, stderr := runCLI(t, "", "analyze", tc.file)
+		if code != exitOK {
+			t.Errorf("%s: exit %d, stderr %s", tc.name, code, stderr)
+		}
+		for _, w := range append(tc.want, "verdict: NONE", "the speech analysis needs every request's chunk times") {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: output does not say %q:\n%s", tc.name, w, stdout)
+			}
+		}
+	}
+	code, stdout, _ := runCLI(t, "", "analyze", "-o", "json", vllm)
+	if code != exitOK || !strings.Contains(stdout, `"saved_only": true`) || !strings.Contains(stdout, `"saved_ms"`) || !strings.Contains(stdout, `"result": "none"`) {
+		t.Errorf("json: exit %d\n%s", code, stdout)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"mean_ttft_ms": 1, "p99_ttft_ms": "x"}`), 0o644)
+	if code, _, stderr := runCLI(t, "", "analyze", bad); code != exitUsage || !strings.Contains(stderr, `"p99_ttft_ms"`) {
+		t.Errorf("unreadable summary: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestAnalyzeAIPerfSibling: AIPerf's export is compared with the summary
+// AIPerf wrote beside it (profile_export_aiperf.json), found there or
+// given as the next file, as vLLM's saved summary is.
+func TestAnalyzeAIPerfSibling(t *testing.T) {
+	t.Parallel()
+	beside := t.TempDir()
+	export := copyFixture(t, beside, "aiperf/basic/profile_export.jsonl", "profile_export.jsonl")
+	copyFixture(t, beside, "aiperf/basic/profile_export_aiperf.json", "profile_export_aiperf.json")
+	other := t.TempDir()
+	export2 := copyFixture(t, other, "aiperf/basic/profile_export.jsonl", "run.jsonl")
+	summary := copyFixture(t, t.TempDir(), "aiperf/basic/profile_export_aiperf.json", "summary.json")
+	for _, args := range [][]string{{export}, {export2, summary}} {
+		_, stdout, stderr := runCLI(t, "", append([]string{"analyze"}, args...)...)
+		if !strings.Contains(stdout, "saved summary: all 53 values match") || !strings.Contains(stdout, "compared with AIPerf's summary") ||
+			strings.Contains(stdout, "figures as that tool saved them") {
+			t.Errorf("%v: stderr %s, stdout:\n%s", args, stderr, stdout)
+		}
+	}
+	// a summary that disagrees is listed
+	raw, _ := os.ReadFile(summary)
+	os.WriteFile(summary, []byte(strings.Replace(string(raw), `"avg": 123.875`, `"avg": 130.0`, 1)), 0o644)
+	_, stdout, _ := runCLI(t, "", "analyze", export2, summary)
+	if !strings.Contains(stdout, "time_to_first_token.avg: saved 130.0000, computed 123.8750") {
+		t.Errorf("mismatch not listed:\n%s", stdout)
+	}
+}
+
+// TestAnalyzeGoodput: --goodput takes vLLM's pairs (space-separated as
+// vLLM writes them, or by commas), counts request goodput as vLLM does on
+// the file's own times, compares it with the saved request_goodput, and
+// joins the verdict (--goodput-min).
+func TestAnalyzeGoodput(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(toolFixtures, "vllm/tight/result.json")
+	slo := []string{"--goodput", "ttft:100.00000005", "tpot:20.0000000005", "e2el:300"}
+	code, stdout, stderr := runCLI(t, "", append(append([]string{"analyze"}, slo...), path)...)
+	line := "request goodput, counted as vLLM does: 6 of 40 requests (15.0%) met every SLO (ttft:100.00000005 tpot:20.0000000005 e2el:300), 2.40 requests/s over 2.5 s"
+	if code != exitFail || strings.Count(stdout, line) != 2 || !strings.Contains(stdout, "want at least 100.0%") || !strings.Contains(stdout, "all 18 values match") {
+		t.Errorf("exit %d, stderr %s, stdout:\n%s", code, stderr, stdout)
+	}
+	code, stdout, _ = runCLI(t, "", "analyze", "--goodput", "ttft:100.00000005,tpot:20.0000000005,e2el:300", "--goodput-min", "0.1", "-o", "json", path)
+	// the verdict fails for the failed request only, not for goodput
+	if code != exitFail || !strings.Contains(stdout, `"request_goodput": {`) || !strings.Contains(stdout, `"good": 6`) ||
+		strings.Contains(stdout, "want at least") || !strings.Contains(stdout, "1 turn failed") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+	for _, bad := range [][]string{{"--goodput", "itl:5"}, {"--goodput", "ttft"}, {"--goodput", "ttft:5", "--goodput-min", "2"}} {
+		if code, _, stderr := runCLI(t, "", append(append([]string{"analyze"}, bad...), path)...); code != exitUsage || !strings.Contains(stderr, "--goodput") {
+			t.Errorf("%v: exit %d, stderr %s", bad, code, stderr)
+		}
+	}
+}

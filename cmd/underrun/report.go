@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -58,6 +60,10 @@ type reportFlags struct {
 	// replace is its --force.
 	live    bool
 	replace *bool
+	// goodput are the --goodput SLO pairs, slos what they say.
+	goodput    []string
+	goodputMin float64
+	slos       []pipeline.SLO
 }
 
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
@@ -68,12 +74,35 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.tpotSLO, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within to pass")
 	fs.BoolVar(&f.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
 	fs.IntVar(&f.list, "list", 20, "list up to `N` underruns in the text report (0: none)")
+	fs.StringArrayVar(&f.goodput, "goodput", nil, "count request goodput as vLLM bench serve does, for SLOs as its `KEY:MS` pairs (ttft, tpot, e2el): --goodput ttft:200 tpot:50, or ttft:200,tpot:50")
+	fs.Float64Var(&f.goodputMin, "goodput-min", 1, "with --goodput: the fraction of requests that must meet every SLO to pass")
 	for _, factory := range sinkFactories {
 		f.sinks = append(f.sinks, factory(fs))
 	}
 	for _, hook := range configHooks {
 		f.hooks = append(f.hooks, hook(fs))
 	}
+}
+
+// sloArg is an argument that continues --goodput's list, as vLLM writes
+// it: --goodput ttft:200 tpot:50.
+var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el):[0-9.eE+-]+$`)
+
+// takeSLOArgs moves the arguments that follow --goodput's pairs in vLLM's
+// way (KEY:MS, not a file) from args to the SLO list.
+func (f *reportFlags) takeSLOArgs(args []string) []string {
+	if len(f.goodput) == 0 {
+		return args
+	}
+	var rest []string
+	for _, a := range args {
+		if _, err := os.Stat(a); err != nil && sloArg.MatchString(a) {
+			f.goodput = append(f.goodput, a)
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest
 }
 
 // session holds what one run writes to: the report, the event log and the
@@ -100,6 +129,17 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	if f.tpotSLO <= 0 {
 		return nil, usagef("--tpot-slo must be positive, got %v", f.tpotSLO)
 	}
+	slos, err := pipeline.ParseSLOs(f.goodput)
+	if err != nil {
+		return nil, usagef("--goodput: %w", err)
+	}
+	if len(f.goodput) > 0 && len(slos) == 0 {
+		return nil, usagef("--goodput: no SLO given; want KEY:MS pairs such as ttft:200 tpot:50")
+	}
+	if f.goodputMin < 0 || f.goodputMin > 1 {
+		return nil, usagef("--goodput-min must be a fraction from 0 to 1, got %v", f.goodputMin)
+	}
+	f.slos = slos
 	for _, apply := range f.hooks {
 		if err := apply(e, &cfg); err != nil {
 			return nil, err
@@ -112,7 +152,7 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	s := &session{env: e, flags: f, cfg: cfg, playout: p, log: zerolog.Nop()}
 	s.report = pipeline.NewReport(cfg, pipeline.ReportOptions{
 		TPOTSLO: f.tpotSLO, PerTurn: f.perTurn, KeepUnderruns: true, MaxTPOT: f.invert,
-		KeepChunks: f.chunks,
+		KeepChunks: f.chunks, Goodput: slos, GoodputMin: f.goodputMin,
 	})
 	switch f.events {
 	case "":
@@ -231,7 +271,7 @@ func (s *session) finish() error {
 	if err != nil {
 		return err
 	}
-	if !s.report.Verdict.Pass() {
+	if r := s.report.Verdict.Result; r != "pass" && r != pipeline.VerdictNone {
 		return errFail
 	}
 	return nil

@@ -59,6 +59,20 @@ func FormatNames() string {
 	return strings.Join(names, ", ")
 }
 
+// Detect returns the name of the format the start of an input looks
+// like, as Open tells it from the first SniffLen bytes, or "".
+func Detect(head []byte) string {
+	for _, f := range Formats {
+		if f.Sniff(head) {
+			return f.Name
+		}
+	}
+	return ""
+}
+
+// SniffLen is how much of an input Open looks at to tell its format.
+const SniffLen = sniffLen
+
 // sniffLen is how much of an input Open looks at to tell its format.
 const sniffLen = 64 << 10
 

@@ -35,6 +35,9 @@ func footprint(d Decoder) int {
 		for _, r := range d.responses {
 			n += len(r.content) + len(r.reasoning) + 64
 		}
+	case *SummaryReader:
+		sc(d.s)
+		n += len(d.summary.Values) * 64
 	case *NativeReader:
 		n += d.lines.r.Size()
 		for _, t := range d.open {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 )
@@ -37,8 +38,9 @@ type ToolDecoder interface {
 }
 
 // ToolSummary is the summary a tool saved for one run: its statistics by
-// the tool's own key names ("mean_ttft_ms", "p99_itl_ms", ...), in
-// milliseconds.
+// the tool's own key names, in milliseconds: "mean_ttft_ms", "p99_itl_ms"
+// (vLLM, SGLang), "time_to_first_token.avg" (AIPerf and GenAI-Perf's JSON
+// summaries), "ttft_s.p50" (llmperf, converted from seconds).
 type ToolSummary struct {
 	// Run is the index of the run, as ToolDecoder.Run gives it.
 	Run int
@@ -48,11 +50,37 @@ type ToolSummary struct {
 	Values map[string]float64
 	// Completed is the saved count of successful requests (-1: none saved).
 	Completed int
+	// DurationS is the run's saved length in seconds (0: none saved), and
+	// RequestGoodput its saved request goodput per second, if any.
+	DurationS      float64
+	RequestGoodput *float64
 	// Notes say what the reader knows of how the tool computed the saved
 	// values, where that explains a difference ("this version timed a
 	// request's end at [DONE]").
 	Notes []string
+	// Hint says how to get the per-request timings a summary-only file
+	// lacks ("save it with vllm bench serve --save-result --save-detailed").
+	Hint string
 }
+
+// savedStat splits a saved key into the statistic (mean, median, std,
+// min, max, pNN) and the metric it is of; ok is false for keys that are
+// not statistics.
+func savedStat(key string) (stat, metric string, ok bool) {
+	if m := summaryKey.FindStringSubmatch(key); m != nil {
+		return m[1], m[2], true
+	}
+	metric, stat, ok = strings.Cut(key, ".")
+	if !ok || !statKey.MatchString(stat) {
+		return "", "", false
+	}
+	if stat == "avg" {
+		stat = "mean"
+	}
+	return stat, metric, true
+}
+
+var statKey = regexp.MustCompile(`^(avg|mean|median|std|min|max|p[0-9]+(?:\.[0-9]+)?)$`)
 
 // toolMetric is one of the four latency metrics, by the tool's name and
 // the other names its saved summaries have used for it.
@@ -81,6 +109,21 @@ func (t Tool) metrics() []toolMetric {
 		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft}, {"inter_token_latency", "TPOT", nil, tpot}, {"chunk gaps", "ITL", nil, itl}, {"request_latency", "E2E latency", nil, e2e}}
 	}
 	return nil
+}
+
+// Title is the tool's name as its makers write it.
+func (t Tool) Title() string {
+	switch t {
+	case ToolVLLM:
+		return "vLLM"
+	case ToolSGLang:
+		return "SGLang"
+	case ToolAIPerf:
+		return "AIPerf"
+	case ToolGenAIPerf:
+		return "GenAI-Perf"
+	}
+	return string(t)
 }
 
 // inSeconds reports whether the tool measures in seconds (floats from
@@ -139,12 +182,19 @@ type Parity struct {
 	runs  map[int]*parityRun
 	order []int
 	gaps  []float64 // scratch: a turn's gaps, when it has no exact times
+	slos  []pipeline.SLO
 }
 
 type parityRun struct {
 	requests              int
 	ttft, tpot, itl, e2el pipeline.Sample // in the tool's unit
+	goodput               *pipeline.Goodput
 }
+
+// CountGoodput makes Parity count request goodput for slos as vLLM does,
+// on the times as the file has them, and compare it with the request
+// goodput the file saved. Call it before the first Add.
+func (p *Parity) CountGoodput(slos []pipeline.SLO) { p.slos = slos }
 
 // NewParity returns an empty Parity following tool's conventions.
 func NewParity(tool Tool) *Parity {
@@ -165,14 +215,26 @@ func (p *Parity) AddFrom(d ToolDecoder, t *pipeline.Turn) {
 	p.add(d.Run(), t, ex)
 }
 
-func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
+// run returns the accumulator of a run, making it the first time.
+func (p *Parity) run(run int) *parityRun {
 	r := p.runs[run]
 	if r == nil {
 		r = &parityRun{}
+		if len(p.slos) > 0 {
+			r.goodput = pipeline.NewGoodput(p.slos)
+		}
 		p.runs[run] = r
 		p.order = append(p.order, run)
 	}
+	return r
+}
+
+func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
+	r := p.run(run)
 	if t.Status != pipeline.StatusOK && t.Status != "" {
+		if r.goodput != nil {
+			r.goodput.Add(false, 0, 0, 0)
+		}
 		return
 	}
 	chunks := t.Chunks
@@ -180,6 +242,9 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 		chunks = nonEmpty(chunks)
 	}
 	if len(chunks) == 0 {
+		if r.goodput != nil {
+			r.goodput.Add(false, 0, 0, 0)
+		}
 		return
 	}
 	n := t.OutputTokens
@@ -205,13 +270,21 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 		}
 		r.ttft.Add(ttft)
 		r.e2el.Add(lat)
+		tpot := 0.0 // as vLLM's goodput takes a request of one token
 		if n > 1 {
-			r.tpot.Add((lat - ttft) / float64(n-1))
+			tpot = (lat - ttft) / float64(n-1)
+			r.tpot.Add(tpot)
 		}
 		for _, g := range itls {
 			r.itl.Add(g)
 		}
+		if r.goodput != nil {
+			r.goodput.Add(true, ttft, tpot, lat)
+		}
 		return
+	}
+	if r.goodput != nil {
+		r.goodput.AddTurn(t)
 	}
 	// AIPerf and GenAI-Perf: whole nanoseconds
 	r.ttft.Add(float64(first))
@@ -307,10 +380,7 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 	bySaved := map[int]ToolSummary{}
 	for _, s := range saved {
 		bySaved[s.Run] = s
-		if p.runs[s.Run] == nil {
-			p.runs[s.Run] = &parityRun{}
-			p.order = append(p.order, s.Run)
-		}
+		p.run(s.Run)
 	}
 	metrics := p.tool.metrics()
 	var out []pipeline.ToolFigures
@@ -320,25 +390,62 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 		if len(p.order) > 1 {
 			f.Run = "run " + strconv.Itoa(run+1)
 		}
+		s, hasSaved := bySaved[run]
+		if hasSaved && s.Label != "" {
+			f.Run = s.Label
+		}
+		if r.requests == 0 && hasSaved && (len(s.Values) > 0 || s.Completed >= 0) {
+			// a summary without per-request timings: its own figures
+			p.savedOnly(&f, s, metrics)
+			out = append(out, f)
+			continue
+		}
 		for _, m := range metrics {
-			f.Metrics = append(f.Metrics, pipeline.ToolMetric{Name: m.name, Ours: m.ours, Summary: p.tool.summaryMs(m.pick(r))})
+			sum := p.tool.summaryMs(m.pick(r))
+			f.Metrics = append(f.Metrics, pipeline.ToolMetric{Name: m.name, Ours: m.ours, Summary: &sum})
 		}
 		switch p.tool {
 		case ToolAIPerf:
-			f.Notes = append(f.Notes, "AIPerf saves its summary beside this file, in profile_export_aiperf.json; its inter_token_latency is underrun's TPOT")
+			if !hasSaved {
+				f.Notes = append(f.Notes, "AIPerf saves its summary beside this file, in profile_export_aiperf.json (give it as a second file to compare); its inter_token_latency is underrun's TPOT")
+			}
 		case ToolGenAIPerf:
 			f.Notes = append(f.Notes, "GenAI-Perf saves its summary beside this file, in profile_export_genai_perf.json; it counts tokens with the model's tokenizer, underrun with the usage chunk or one per chunk")
 		}
-		s, ok := bySaved[run]
-		if ok {
-			if s.Label != "" {
-				f.Run = s.Label
-			}
+		if r.goodput != nil {
+			r.goodput.Close(s.DurationS)
+			f.Goodput = r.goodput
+		}
+		if hasSaved {
 			p.compare(&f, r, s, metrics)
 		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// savedOnly fills the figures of a run from its saved summary alone.
+func (p *Parity) savedOnly(f *pipeline.ToolFigures, s ToolSummary, metrics []toolMetric) {
+	f.SavedOnly = true
+	f.Requests = s.Completed
+	for _, m := range metrics {
+		tm := pipeline.ToolMetric{Name: m.name, Ours: m.ours, Saved: map[string]float64{}}
+		for key, v := range s.Values {
+			stat, metric, ok := savedStat(key)
+			if ok && (metric == m.name || slices.Contains(m.aliases, metric)) {
+				tm.Saved[stat] = v
+			}
+		}
+		if len(tm.Saved) > 0 {
+			f.Metrics = append(f.Metrics, tm)
+		}
+	}
+	f.Notes = append(f.Notes, s.Notes...)
+	hint := s.Hint
+	if hint == "" {
+		hint = "save the run with its per-request details"
+	}
+	f.Notes = append(f.Notes, "the file holds "+p.tool.Title()+"'s summary only: the speech analysis needs every request's chunk times; "+hint)
 }
 
 // lookupMetric finds the metric a saved key's name stands for.
@@ -359,19 +466,19 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 	slices.Sort(keys)
 	skippedE2E := false
 	for _, key := range keys {
-		m := summaryKey.FindStringSubmatch(key)
-		if m == nil {
+		stat, name, ok := savedStat(key)
+		if !ok {
 			continue
 		}
-		metric := lookupMetric(metrics, m[2])
+		metric := lookupMetric(metrics, name)
 		if metric == nil {
 			continue
 		}
-		if p.tool == ToolSGLang && (m[2] == "e2e_latency" || m[2] == "tpot") {
+		if p.tool == ToolSGLang && (name == "e2e_latency" || name == "tpot") {
 			skippedE2E = true
 			continue
 		}
-		got, ok := statOf(metric.pick(r), m[1])
+		got, ok := statOf(metric.pick(r), stat)
 		if !ok {
 			continue
 		}
@@ -385,6 +492,17 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 		f.Checked++
 		if s.Completed != r.requests {
 			f.Mismatches = append(f.Mismatches, pipeline.ToolMismatch{Key: "completed", Saved: float64(s.Completed), Computed: float64(r.requests)})
+		}
+	}
+	if g := r.goodput; g != nil && s.RequestGoodput != nil {
+		f.Checked++
+		if want := *s.RequestGoodput; g.PerSecond == nil || !(math.Abs(want-*g.PerSecond) <= 1e-9*math.Abs(want)) {
+			got := math.NaN()
+			if g.PerSecond != nil {
+				got = *g.PerSecond
+			}
+			f.Mismatches = append(f.Mismatches, pipeline.ToolMismatch{Key: "request_goodput", Saved: want, Computed: got})
+			f.Notes = append(f.Notes, "request_goodput differs: the file does not keep the SLOs it was counted for; compare with the --goodput vLLM ran with")
 		}
 	}
 	if skippedE2E {

@@ -48,17 +48,30 @@ func npStats(v []float64) map[string]float64 {
 // figures runs a fixture through Parity as analyze does.
 func figures(t *testing.T, path string) []pipeline.ToolFigures {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	p, td := parityOf(t, path, "", nil)
+	return p.Figures(td.ToolSummaries())
+}
+
+// parityOf runs a file (or, with path "", the input in) through Parity as
+// analyze does, counting request goodput for slos.
+func parityOf(t *testing.T, path, in string, slos []pipeline.SLO) (*Parity, ToolDecoder) {
+	t.Helper()
+	var r io.Reader = strings.NewReader(in)
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r = f
 	}
-	defer f.Close()
-	dec, err := Open(f, path, "")
+	dec, err := Open(r, path, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	td := dec.(ToolDecoder)
 	p := NewParity(td.Tool())
+	p.CountGoodput(slos)
 	for {
 		turn, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -69,14 +82,14 @@ func figures(t *testing.T, path string) []pipeline.ToolFigures {
 		}
 		p.AddFrom(td, turn)
 	}
-	return p.Figures(td.ToolSummaries())
+	return p, td
 }
 
 func metricOf(t *testing.T, f pipeline.ToolFigures, name string) pipeline.Summary {
 	t.Helper()
 	for _, m := range f.Metrics {
 		if m.Name == name {
-			return m.Summary
+			return *m.Summary
 		}
 	}
 	t.Fatalf("no metric %q in %+v", name, f.Metrics)

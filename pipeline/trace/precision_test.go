@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -124,9 +125,9 @@ func TestGenAIPerfOneResponse(t *testing.T) {
 	for _, m := range f.Metrics {
 		switch m.Name {
 		case "inter_token_latency":
-			tpot = m.Summary
+			tpot = *m.Summary
 		case "time_to_first_token":
-			ttft = m.Summary
+			ttft = *m.Summary
 		}
 	}
 	// the first request: round((190 ms - 100 ms) / (4 - 1)) nanoseconds
@@ -166,6 +167,96 @@ func TestAIPerfReasoningOnly(t *testing.T) {
 	for _, turn := range turns {
 		if tm, _ := turn.Timing(); tm.HasSpeech != (turn.ID == "think-then-speak") {
 			t.Errorf("%s: has speech %v", turn.ID, tm.HasSpeech)
+		}
+	}
+}
+
+// TestGoodputAtFilePrecision counts request goodput on the tight vLLM
+// file for SLOs that cut through its TTFTs a twentieth of a nanosecond
+// apart: the count and the requests per second must be those Python gave
+// with vLLM's rule on the same floats (testdata/vllm/tight/goodput.json),
+// and the saved request_goodput must match. Counted on whole nanoseconds
+// the count would differ.
+func TestGoodputAtFilePrecision(t *testing.T) {
+	t.Parallel()
+	var want struct {
+		SLO       map[string]float64 `json:"slo_ms"`
+		Good      int                `json:"good"`
+		Completed int                `json:"completed"`
+		Requests  int                `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(fixture(t, "testdata/vllm/tight/goodput.json")), &want); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	for k, v := range want.SLO {
+		pairs = append(pairs, fmt.Sprintf("%s:%v", k, v))
+	}
+	slos, err := pipeline.ParseSLOs(pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "testdata/vllm/tight/result.json"
+	turns, _ := readToolFile(t, path)
+	p, td := parityOf(t, path, "", slos)
+	fig := p.Figures(td.ToolSummaries())[0]
+	g := fig.Goodput
+	if g == nil || g.Good != want.Good || g.Completed != want.Completed || g.Requests != want.Requests || g.PerSecond == nil || *g.PerSecond != float64(want.Good)/2.5 {
+		t.Fatalf("goodput %+v; want %d good of %d (%d completed), %v/s", g, want.Good, want.Requests, want.Completed, float64(want.Good)/2.5)
+	}
+	if len(fig.Mismatches) != 0 || fig.Checked != 18 {
+		t.Errorf("checked %d (want 18 with request_goodput), mismatches %v", fig.Checked, fig.Mismatches)
+	}
+	ns := pipeline.NewGoodput(slos)
+	for _, turn := range turns {
+		ns.AddTurn(turn)
+	}
+	if ns.Good == want.Good {
+		t.Errorf("on whole nanoseconds the count is %d too; the fixture does not test the precision", ns.Good)
+	}
+}
+
+// TestSavedSummariesExact: every statistic a fixture's tool saved
+// (vLLM, SGLang, AIPerf's summary beside its export) comes out of Parity
+// within 1e-9 relative, not only within the 0.01 ms the report allows.
+func TestSavedSummariesExact(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ path, summary string }{
+		{"testdata/vllm/basic/result.json", ""},
+		{"testdata/vllm/tight/result.json", ""},
+		{"testdata/sglang/basic/result.jsonl", ""},
+		{"testdata/aiperf/basic/profile_export.jsonl", "testdata/aiperf/basic/profile_export_aiperf.json"},
+	} {
+		p, td := parityOf(t, tc.path, "", nil)
+		saved := td.ToolSummaries()
+		if tc.summary != "" {
+			sf, err := os.Open(tc.summary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sd := NewSummaryReader(sf, tc.summary, ToolAIPerf)
+			sd.Next()
+			saved = sd.ToolSummaries()
+			sf.Close()
+		}
+		compared := 0
+		for _, s := range saved {
+			r := p.runs[s.Run]
+			for key, want := range s.Values {
+				stat, name, ok := savedStat(key)
+				m := lookupMetric(td.Tool().metrics(), name)
+				if !ok || m == nil || td.Tool() == ToolSGLang && (name == "tpot" || name == "e2e_latency") {
+					continue
+				}
+				got, _ := statOf(m.pick(r), stat)
+				if got = td.Tool().toMs(got); !within(got, want) {
+					t.Errorf("%s %s: %.17g, saved %.17g", tc.path, key, got, want)
+				}
+				compared++
+			}
+		}
+		if compared < 16 {
+			t.Errorf("%s: compared %d saved values", tc.path, compared)
 		}
 	}
 }

@@ -63,9 +63,7 @@ func TestToolBadFiles(t *testing.T) {
 		{"vllm itl not a number", "vllm", strings.Replace(vllm, `[0.05]`, `["0.05"]`, 1), []string{`"itls"[1]`, "want a number, got a string", "in:23"}},
 		{"vllm negative itl", "vllm", strings.Replace(vllm, `[0.05]`, `[-0.05]`, 1), []string{`"itls"[1]`, "want a gap >= 0"}},
 		{"vllm ttfts not array", "vllm", strings.Replace(vllm, `"ttfts": [0.1, 0.2, 0.0, 0.15, 0.3]`, `"ttfts": 0.1`, 1), []string{`"ttfts"`, "want an array"}},
-		{"vllm summary only", "vllm", `{"completed": 3, "mean_ttft_ms": 12.5}`, []string{"--save-detailed"}},
 		{"vllm not an object", "vllm", `[1, 2]`, []string{"want a JSON object"}},
-		{"vllm two objects", "vllm", vllm + vllm, []string{"one JSON object"}},
 		{"vllm empty", "vllm", "", []string{"empty input"}},
 		{"sglang lengths on line 2", "sglang", strings.Replace(sglang, `"output_lens": [4, 3]`, `"output_lens": [4]`, 1),
 			[]string{`in:2: "output_lens" has 1 entries but "ttfts" has 2`}},
@@ -111,7 +109,7 @@ func TestToolBadFiles(t *testing.T) {
 // and no other.
 func TestToolSniff(t *testing.T) {
 	t.Parallel()
-	for _, fx := range toolFixtures {
+	for _, fx := range append(toolFixtures, summaryFixtures...) {
 		head := []byte(fixture(t, fx.path))
 		var matched []string
 		for _, f := range Formats {

@@ -55,6 +55,16 @@ var toolFixtures = []struct {
 	{"genai-perf", "testdata/genaiperf/basic/profile_export.json", ToolGenAIPerf},
 }
 
+// summaryFixtures are the summary-only files, one per tool that writes
+// its summary apart from its requests.
+var summaryFixtures = []struct {
+	format, path string
+	tool         Tool
+}{
+	{"aiperf-summary", "testdata/aiperf/basic/profile_export_aiperf.json", ToolAIPerf},
+	{"genai-perf-summary", "testdata/genaiperf/basic/profile_export_genai_perf.json", ToolGenAIPerf},
+}
+
 // TestToolFixturesGolden reads each fixture (its format told from the
 // content) and compares the turns, written as a native trace, with the
 // golden file beside it. Run with -update to rewrite the golden files.

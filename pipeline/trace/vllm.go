@@ -171,11 +171,12 @@ func (d *ColumnarReader) open() error {
 	return d.index()
 }
 
-func (d *ColumnarReader) detailFlag() string {
+// hint says how to save a run with the per-request arrays.
+func (d *ColumnarReader) hint() string {
 	if d.tool == ToolSGLang {
-		return "bench_serving --output-details"
+		return "run python -m sglang.bench_serving with --output-details"
 	}
-	return "vllm bench serve --save-result --save-detailed"
+	return "run vllm bench serve with --save-result --save-detailed"
 }
 
 func section(ra io.ReaderAt, off int64) io.Reader {
@@ -197,12 +198,14 @@ func (d *ColumnarReader) index() error {
 		if c != '{' {
 			return s.errorf("want a JSON object (a %s result), got %s", d.tool, describe(c))
 		}
-		if d.tool == ToolVLLM && len(d.runs) == 1 {
-			return s.errorf("more after the result object; a vLLM result file is one JSON object")
-		}
-		ri := runIndex{line: s.line, summary: ToolSummary{Run: len(d.runs), Completed: -1, Values: map[string]float64{}}}
-		if d.tool == ToolSGLang {
+		ri := runIndex{line: s.line, summary: ToolSummary{Run: len(d.runs), Completed: -1, Values: map[string]float64{}, Hint: d.hint()}}
+		if d.tool == ToolSGLang || len(d.runs) > 0 {
+			// SGLang appends a run per line, and so does vLLM's
+			// --append-result
 			ri.summary.Label = "line " + strconv.Itoa(s.line)
+			if len(d.runs) == 1 {
+				d.runs[0].summary.Label = "line " + strconv.Itoa(d.runs[0].line)
+			}
 		}
 		key, legacy := "", false
 		s.where = func() string { return strconv.Quote(key) }
@@ -235,8 +238,17 @@ func (d *ColumnarReader) index() error {
 				ri.summary.Completed = int(v)
 				return err
 			}
-			if summaryKey.MatchString(k) && (c == '-' || c == 'N' || c == 'I' || c >= '0' && c <= '9') {
-				v, err := s.number()
+			if (k == "duration" || k == "request_goodput") && c != 'n' {
+				v, _, err := s.finite()
+				if k == "duration" {
+					ri.summary.DurationS = v
+				} else {
+					ri.summary.RequestGoodput = &v
+				}
+				return err
+			}
+			if summaryKey.MatchString(k) && c != 'n' {
+				v, err := s.number() // a saved statistic: a number, or null
 				ri.summary.Values[k] = v
 				return err
 			}
@@ -328,7 +340,7 @@ func (d *ColumnarReader) next() (*pipeline.Turn, error) {
 			total += r.n
 		}
 		if total == 0 {
-			return nil, fmt.Errorf("%w: %s: the result has its summary but no per-request arrays; save it with %s", ErrFormat, d.name, d.detailFlag())
+			return nil, io.EOF // a summary only: ToolSummaries has it
 		}
 		if err := d.openRun(); err != nil {
 			return nil, err

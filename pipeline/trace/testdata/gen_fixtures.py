@@ -114,5 +114,51 @@ def vllm_2024():
         json.dump(out, f)
 
 
+def aiperf_summary():
+    """profile_export_aiperf.json beside testdata/aiperf/basic: AIPerf's
+    MetricArray.to_result over the profiling records that succeeded, in
+    nanoseconds (np.percentile, np.mean, np.std), then shown in ms."""
+    scale = {"ms": 1e6, "s": 1e9, "ns": 1}
+    ttft, lat, itl, icl = [], [], [], []
+    for line in open("testdata/aiperf/basic/profile_export.jsonl"):
+        rec = json.loads(line)
+        md, m = rec["metadata"], rec["metrics"]
+        if rec["error"] is not None or (md.get("benchmark_phase") or md.get("credit_phase")) == "warmup":
+            continue
+        first = m.get("time_to_first_token") or m["ttft"]
+        t = round(first["value"] * scale[first["unit"]])
+        gaps = [round(g * scale[m["inter_chunk_latency"]["unit"]]) for g in m.get("inter_chunk_latency", {}).get("value", [])]
+        end = t + sum(gaps)
+        ttft.append(t), lat.append(end), icl.extend(gaps)
+        osl = (m.get("output_sequence_length") or {}).get("value")
+        if osl is None:
+            osl = m["output_token_count"]["value"] + (m.get("reasoning_token_count") or {}).get("value", 0)
+        if osl >= 2 and gaps:
+            itl.append((end - t) / (osl - 1))
+
+    def result(values, unit="ms"):
+        a = np.array(values, dtype=float)
+        ps = np.percentile(a, [1, 5, 10, 25, 50, 75, 90, 95, 99])
+        out = {"unit": unit, "avg": float(np.mean(a)) / 1e6}
+        out.update({f"p{p}": float(v) / 1e6 for p, v in zip([1, 5, 10, 25, 50, 75, 90, 95, 99], ps)})
+        out.update({"min": float(np.min(a)) / 1e6, "max": float(np.max(a)) / 1e6, "std": float(np.std(a)) / 1e6})
+        return out
+
+    out = {
+        "schema_version": "1.0", "aiperf_version": "0.4.0", "benchmark_id": "fixture",
+        "request_throughput": {"unit": "requests/sec", "avg": 2.0},
+        "request_latency": result(lat), "request_count": {"unit": "requests", "avg": len(ttft)},
+        "time_to_first_token": result(ttft), "inter_token_latency": result(itl),
+        "inter_chunk_latency": result(icl),
+        "output_sequence_length": {"unit": "tokens", "avg": 4.0, "min": 1, "max": 6},
+        "benchmark_duration": {"unit": "sec", "avg": 2.5},
+        "input_config": {"endpoint": {"model_names": ["example/voice-8b"], "streaming": True}, "loadgen": {"concurrency": 2}},
+        "was_cancelled": False, "error_summary": [],
+    }
+    with open("testdata/aiperf/basic/profile_export_aiperf.json", "w") as f:
+        json.dump(out, f, indent=2)
+
+
 vllm_tight()
 vllm_2024()
+aiperf_summary()

@@ -1,0 +1,206 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+)
+
+func init() {
+	Formats = append(Formats,
+		Format{
+			Name:     "aiperf-summary",
+			Describe: "AIPerf profile_export_aiperf.json (the run's summary only)",
+			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolAIPerf },
+			Open: func(r io.Reader, name string) (Decoder, error) {
+				return NewSummaryReader(r, name, ToolAIPerf), nil
+			},
+		},
+		Format{
+			Name:     "genai-perf-summary",
+			Describe: "GenAI-Perf profile_export_genai_perf.json (the run's summary only)",
+			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolGenAIPerf },
+			Open: func(r io.Reader, name string) (Decoder, error) {
+				return NewSummaryReader(r, name, ToolGenAIPerf), nil
+			},
+		},
+	)
+}
+
+// SummaryReader reads a file that holds a benchmark run's summary and no
+// per-request timings: AIPerf's profile_export_aiperf.json and GenAI-Perf's
+// profile_export_genai_perf.json (an object of metrics, each {"unit",
+// "avg", "p50", ..., "p99", "min", "max", "std"}). It yields no turns;
+// ToolSummaries gives the saved figures in milliseconds, by keys such as
+// "time_to_first_token.avg", with a Hint naming the per-request file the
+// speech analysis needs. The whole object is read at the first Next; it is
+// a summary, small, and its strings are bounded as in every reader.
+type SummaryReader struct {
+	tool    Tool
+	name    string
+	s       *scanner
+	read    bool
+	err     error
+	summary ToolSummary
+}
+
+// NewSummaryReader returns a reader of the summary r, written by tool;
+// name labels errors.
+func NewSummaryReader(r io.Reader, name string, tool Tool) *SummaryReader {
+	return &SummaryReader{tool: tool, name: name, s: newScanner(r, name, 0, 64<<10)}
+}
+
+var _ ToolDecoder = (*SummaryReader)(nil)
+
+// Tool names the tool that wrote the file.
+func (d *SummaryReader) Tool() Tool { return d.tool }
+
+// Run is always 0: the file holds one run.
+func (d *SummaryReader) Run() int { return 0 }
+
+// ToolSummaries returns the file's summary, once Next has read it.
+func (d *SummaryReader) ToolSummaries() []ToolSummary {
+	if !d.read || d.err != nil {
+		return nil
+	}
+	return []ToolSummary{d.summary}
+}
+
+// Next reads the summary and returns io.EOF: the file has no turns.
+func (d *SummaryReader) Next() (*pipeline.Turn, error) {
+	if !d.read {
+		d.read = true
+		d.err = d.parse()
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return nil, io.EOF
+}
+
+// perRequestFile names the file beside a summary that holds its requests.
+func (d *SummaryReader) perRequestFile() string {
+	if d.tool == ToolGenAIPerf {
+		return "profile_export.json"
+	}
+	return "profile_export.jsonl"
+}
+
+func (d *SummaryReader) parse() error {
+	s := d.s
+	d.summary = ToolSummary{Completed: -1, Values: map[string]float64{},
+		Hint: fmt.Sprintf("this is %s's summary; pass %s, written beside it in %s", d.tool.Title(), d.perRequestFile(), filepath.Dir(d.name))}
+	metric := ""
+	s.where = func() string { return metric }
+	defer func() { s.where = nil }()
+	err := s.object(func(key string) error {
+		c, err := s.peek()
+		if err != nil {
+			return s.ioError(err)
+		}
+		if c != '{' {
+			_, err := s.skip()
+			return err
+		}
+		metric = key
+		stats, unit := map[string]float64{}, ""
+		err = s.object(func(k string) error {
+			c, err := s.peek()
+			if err != nil {
+				return s.ioError(err)
+			}
+			switch {
+			case k == "unit" && c == '"':
+				unit, err = s.str()
+				return err
+			case statKey.MatchString(k) && c == 'n':
+				return s.literal("null")
+			case statKey.MatchString(k):
+				v, err := s.number()
+				if err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+					stats[k] = v
+				}
+				return err
+			}
+			_, err = s.skip()
+			return err
+		})
+		metric = ""
+		if err != nil {
+			return err
+		}
+		d.metric(key, unit, stats)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if c, err := s.peek(); err != io.EOF {
+		if err != nil {
+			return s.ioError(err)
+		}
+		return s.errorf("more after the summary object: %s", describe(c))
+	}
+	if len(d.summary.Values) == 0 && d.summary.Completed < 0 {
+		return fmt.Errorf("%w: %s: no metrics ({\"unit\": ..., \"avg\": ...}); want %s's summary", ErrFormat, d.name, d.tool.Title())
+	}
+	return nil
+}
+
+// metric keeps one saved metric: times in milliseconds, the request count,
+// the run's length and its goodput.
+func (d *SummaryReader) metric(name, unit string, stats map[string]float64) {
+	switch name {
+	case "request_count":
+		if v, ok := stats["avg"]; ok && v >= 0 && v == math.Trunc(v) {
+			d.summary.Completed = int(v)
+		}
+		return
+	case "benchmark_duration":
+		if scale, err := unitScale(unit); err == nil {
+			d.summary.DurationS = stats["avg"] * scale / 1e9
+		}
+		return
+	case "goodput":
+		if v, ok := stats["avg"]; ok && strings.HasPrefix(unit, "requests") {
+			d.summary.RequestGoodput = &v
+		}
+		return
+	}
+	if unit == "" {
+		return // not a time
+	}
+	scale, err := unitScale(unit)
+	if err != nil {
+		return // tokens, requests/sec, ...
+	}
+	for stat, v := range stats {
+		d.summary.Values[name+"."+stat] = v * scale / 1e6
+	}
+}
+
+// sniffStatsSummary tells an AIPerf or GenAI-Perf summary (an object of
+// {"unit", "avg", ...} metrics, the same layout by design) from its head:
+// GenAI-Perf's options have a perf_analyzer section; "" for anything else.
+func sniffStatsSummary(head []byte) Tool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 || head[0] != '{' || !bytes.Contains(head, []byte(`"unit"`)) || !bytes.Contains(head, []byte(`"avg"`)) {
+		return ""
+	}
+	metric := false
+	for _, k := range []string{`"time_to_first_token"`, `"request_latency"`, `"inter_token_latency"`, `"request_throughput"`} {
+		metric = metric || bytes.Contains(head, []byte(k))
+	}
+	if !metric {
+		return ""
+	}
+	if bytes.Contains(head, []byte(`"perf_analyzer"`)) {
+		return ToolGenAIPerf // GenAI-Perf's options drive perf_analyzer
+	}
+	return ToolAIPerf
+}
