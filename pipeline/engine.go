@@ -72,6 +72,39 @@ type Durations interface {
 	Duration(text string) (time.Duration, error)
 }
 
+// ContextDurations measures a speech chunk within the whole turn's text:
+// a real engine speaks a word inside its sentence shorter than alone.
+// InContext returns the audio of text[from:to] spoken as part of text.
+// PlayTurn, which knows the whole turn, measures every chunk so when the
+// turn's tokens all carry text; chunks pushed one by one (the live Guard)
+// are measured alone.
+type ContextDurations interface {
+	Durations
+	InContext(text string, from, to int) (time.Duration, error)
+}
+
+// SpokenText returns the text a turn's chunks speak, in which speech
+// chunks' byte offsets (SpeechChunk.From, To) count: the chunks' text in
+// order, reasoning left out, tts.TextlessToken for each chunk of tokens
+// without text.
+func SpokenText(t *Turn) string {
+	var b []byte
+	for i := range t.Chunks {
+		if c := &t.Chunks[i]; !c.Reasoning {
+			b = append(b, spoken(c)...)
+		}
+	}
+	return string(b)
+}
+
+// spoken is the text a chunk adds to the turn's spoken text.
+func spoken(c *Chunk) string {
+	if c.Textless {
+		return tts.TextlessToken
+	}
+	return c.Text
+}
+
 // MeasuredSynth answers what a real synthesizer did with the speech chunk
 // of turn that covers bytes [from, to) of the turn's spoken text (the
 // offsets of SpeechChunk.From and To).
@@ -187,6 +220,7 @@ type Playout struct {
 	gapKinds          []uint8       // per underrun: how its chunk's text stood
 	arrivals          [][]Arrival   // per speech chunk, with Config.Measured: its measured pieces
 	speech            time.Duration // audio of the released chunks
+	whole             string        // the turn's spoken text, for ContextDurations (PlayTurn)
 	err               error         // first Config.Durations failure
 
 	// Chunks are the speech chunks released so far.
@@ -261,7 +295,7 @@ func (p *Playout) Reset(id string) {
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
 	p.gapKinds = p.gapKinds[:0]
 	p.arrivals = p.arrivals[:0]
-	p.speech, p.err = 0, nil
+	p.speech, p.err, p.whole = 0, nil, ""
 	p.MinPreroll = 0
 }
 
@@ -325,6 +359,11 @@ func (p *Playout) Advance(t time.Duration) {
 // Push adds the next streamed chunk of the turn.
 func (p *Playout) Push(c Chunk) error { return p.push(&c) }
 
+// InContext reports whether PlayTurn measured the turn's speech chunks in
+// the context of the whole turn (Config.Durations is a ContextDurations
+// and every token carries text).
+func (p *Playout) InContext() bool { return p.whole != "" }
+
 // Text returns what speech chunk c says (tts.TextlessToken for each token
 // without text).
 func (p *Playout) Text(c SpeechChunk) string { return string(p.text[c.From:c.To]) }
@@ -367,7 +406,7 @@ func (p *Playout) push(c *Chunk) error {
 	var a time.Duration
 	switch {
 	case c.Textless:
-		text = tts.TextlessToken
+		text = spoken(c)
 		a = time.Duration(c.TokenCount()) * p.tokenTime
 		p.kind = append(p.kind, kindTextless)
 	case p.cfg.TokenAudio > 0:
@@ -607,7 +646,13 @@ func (p *Playout) measure(first, last, from, rel int, model time.Duration) time.
 			return model
 		}
 	}
-	d, err := p.cfg.Durations.Duration(string(p.text[from:rel]))
+	var d time.Duration
+	var err error
+	if cd, ok := p.cfg.Durations.(ContextDurations); ok && p.whole != "" {
+		d, err = cd.InContext(p.whole, from, rel)
+	} else {
+		d, err = p.cfg.Durations.Duration(string(p.text[from:rel]))
+	}
 	if err != nil {
 		if p.err == nil {
 			p.err = fmt.Errorf("turn %q: speech chunk at byte %d: %w", p.turn, from, err)
@@ -1033,6 +1078,16 @@ func (p *Playout) minPreroll() {
 	p.MinPreroll = (ready/time.Millisecond + 1) * time.Millisecond
 }
 
+// allText reports whether every spoken chunk of t carries text.
+func allText(t *Turn) bool {
+	for i := range t.Chunks {
+		if c := &t.Chunks[i]; c.Textless && !c.Reasoning {
+			return false
+		}
+	}
+	return true
+}
+
 // Play runs a whole recorded turn through a fresh Playout.
 func Play(cfg Config, t *Turn) (*Playout, error) {
 	p, err := NewPlayout(cfg, t.ID)
@@ -1048,6 +1103,9 @@ func Play(cfg Config, t *Turn) (*Playout, error) {
 // PlayTurn resets the Playout and runs a whole recorded turn through it.
 func (p *Playout) PlayTurn(t *Turn) error {
 	p.Reset(t.ID)
+	if _, ok := p.cfg.Durations.(ContextDurations); ok && p.cfg.TokenAudio <= 0 && allText(t) {
+		p.whole = SpokenText(t)
+	}
 	for i := range t.Chunks {
 		if err := p.push(&t.Chunks[i]); err != nil {
 			return err

@@ -99,6 +99,7 @@ func OpenEngine(name string, v Voice, rate int) (Engine, error) {
 // pipeline.Config.Durations. A Cache is safe for concurrent use.
 type Cache struct {
 	engine Engine
+	voice  Voice // apportions sentences to chunks (InContext)
 	ctx    context.Context
 	mu     sync.Mutex
 	audio  map[string]Audio

@@ -61,8 +61,8 @@ func audioEngineHook(fs *pflag.FlagSet) func(e *env, cfg *pipeline.Config) error
 				}
 				return usagef("--audio-engine %s: %w (install the espeak-ng package, or use --audio-engine synthetic)", name, err)
 			}
-			cfg.Durations = tts.NewCache(context.Background(), engine)
-			fmt.Fprintf(e.stderr, "underrun: espeak-ng speaks every chunk: its measured durations replace the voice model's (--audio-engine synthetic keeps the model)\n")
+			cfg.Durations = tts.NewCache(context.Background(), engine).WithVoice(cfg.Voice)
+			fmt.Fprintf(e.stderr, "underrun: espeak-ng speaks every sentence whole: its measured durations replace the voice model's, shared out to the chunks that hold each sentence (--audio-engine synthetic keeps the model)\n")
 			return nil
 		}
 		return usagef("--audio-engine: unknown engine %q; want %s", name, tts.EngineNames)

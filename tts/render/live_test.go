@@ -75,7 +75,7 @@ func TestSpeechMatchesRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spoken := spokenText(turn)
+			spoken := pipeline.SpokenText(turn)
 			l := NewLive()
 			for i, c := range p.Chunks {
 				var gaps []pipeline.Underrun
@@ -134,7 +134,7 @@ func TestSpeechTextlessIsSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spoken := spokenText(turn)
+	spoken := pipeline.SpokenText(turn)
 	for i, c := range p.Chunks {
 		s, err := Speech(context.Background(), cfg, engine, c, spoken[c.From:c.To], true, nil)
 		if err != nil {

@@ -44,7 +44,7 @@ func Turn(ctx context.Context, t *pipeline.Turn, p *pipeline.Playout, opts Optio
 	if len(p.Chunks) == 0 {
 		return out, nil
 	}
-	spoken := spokenText(t)
+	spoken := pipeline.SpokenText(t)
 	end := 0
 	for _, c := range p.Chunks {
 		end = max(end, samples(c.PlayEnd.Seconds()))
@@ -94,7 +94,12 @@ func Turn(ctx context.Context, t *pipeline.Turn, p *pipeline.Playout, opts Optio
 		case p.Textless(c) || engine == tts.Engine(synth) && cache == nil:
 			speech = synth.Render(text, n)
 		case cache != nil:
+			// the chunk's share of its sentences' audio, as the engine
+			// measured it (PlayTurn), or the chunk alone
 			a, err := cache.Audio(text)
+			if p.InContext() {
+				a, err = cache.AudioInContext(spoken, c.From, c.To)
+			}
 			if err != nil {
 				return out, err
 			}
@@ -129,22 +134,6 @@ func mark(s []float32, from, n, rate int) {
 		w := math.Sin(math.Pi * float64(k) / float64(n)) // Hann-like swell
 		s[from+k] += float32(MarkLevel * w * w * math.Sin(2*math.Pi*MarkFrequency*float64(k)/float64(rate)))
 	}
-}
-
-// spokenText rebuilds the text the playout spoke: the turn's chunks with
-// reasoning left out and tts.TextlessToken for each chunk without text.
-func spokenText(t *pipeline.Turn) string {
-	var b []byte
-	for _, c := range t.Chunks {
-		switch {
-		case c.Reasoning:
-		case c.Textless:
-			b = append(b, tts.TextlessToken...)
-		default:
-			b = append(b, c.Text...)
-		}
-	}
-	return string(b)
 }
 
 // WriteWAV writes a as a 16-bit mono PCM WAV file, encoded by beep.

@@ -352,7 +352,7 @@ func TestRenderEspeak(t *testing.T) {
 	if len(p.Underruns) == 0 {
 		t.Fatal("no underrun with espeak-ng durations")
 	}
-	spoken := spokenText(turn)
+	spoken := pipeline.SpokenText(turn)
 	for i, c := range p.Chunks {
 		d, err := cache.Duration(spoken[c.From:c.To])
 		if err != nil {
