@@ -221,6 +221,10 @@ type Answer struct {
 	Lo, Hi  float64
 	// Goodput is the goodput at Value.
 	Goodput float64
+	// Limit, when set, says why nothing lies beyond the range's edge
+	// ("the most that fits in memory"): an answer at that edge is the
+	// answer, not a lower bound of it. Find sets it.
+	Limit string
 }
 
 // String says the answer in one sentence.
@@ -237,8 +241,12 @@ func (a Answer) String() string {
 		if a.Param.Increasing() {
 			edge = a.Lo
 		}
-		return fmt.Sprintf("%s %s with speech goodput >= %g: %s or %s (the whole range %s..%s meets it)",
-			word, a.Param, a.Target, a.Param.Format(edge), bound, a.Param.Format(a.Lo), a.Param.Format(a.Hi))
+		beyond := " or " + bound
+		if a.Limit != "" {
+			beyond = ", " + a.Limit
+		}
+		return fmt.Sprintf("%s %s with speech goodput >= %g: %s%s (the whole range %s..%s meets it)",
+			word, a.Param, a.Target, a.Param.Format(edge), beyond, a.Param.Format(a.Lo), a.Param.Format(a.Hi))
 	}
 	return fmt.Sprintf("%s %s with speech goodput >= %g: %s (goodput %.4f)", word, a.Param, a.Target, a.Param.Format(a.Value), a.Goodput)
 }
@@ -319,6 +327,26 @@ func Solve(ctx context.Context, s Setup, p Param, lo, hi, target float64, opts O
 		}
 	}
 	return a, nil
+}
+
+// Find answers the inverse question for p over its default Range, naming
+// the range's edge when nothing lies beyond it (the largest batch that
+// fits in memory, no pre-roll at all, a prefill load of 0.99).
+func Find(ctx context.Context, s Setup, p Param, target float64, opts Options) (Answer, error) {
+	lo, hi, err := s.Range(p)
+	if err != nil {
+		return Answer{Param: p, Target: target}, err
+	}
+	a, err := Solve(ctx, s, p, lo, hi, target, opts)
+	switch p {
+	case ParamBatch:
+		a.Limit = "the most that fits in memory"
+	case ParamPreroll:
+		a.Limit = "no pre-roll at all"
+	case ParamRate, ParamPrompt:
+		a.Limit = "the most the range allows (a prefill load of 0.99; past 1 the queue grows without end)"
+	}
+	return a, err
 }
 
 // Range returns the span an inversion of p searches by default: TPOT 1 ms

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,28 @@ func TestHistQuantiles(t *testing.T) {
 	}
 	if got := h.below(500 * time.Millisecond); math.Abs(got-500) > 25 {
 		t.Errorf("below(500ms) = %v, want about 500", got)
+	}
+}
+
+// TestFindNamesTheLimit: when every batch up to the memory limit meets the
+// target, the answer is the limit itself, said so ("217 or above" claimed
+// batches that do not fit); a pre-roll of 0 is "no pre-roll at all".
+func TestFindNamesTheLimit(t *testing.T) {
+	t.Parallel()
+	h100, _ := LookupGPU("h100")
+	m, _ := LookupModel("llama-3.1-8b")
+	r := Roofline{GPU: h100, Model: m, Weights: "fp8", Prompt: 1000}
+	set := Setup{Gen: Generator{Timing: r, Texts: []string{benchText}}, Config: pipeline.DefaultConfig()}
+	a, err := Find(context.Background(), set, ParamBatch, 0, Options{Turns: 2, Seed: 1})
+	if err != nil || !a.AtBound || a.Value != float64(r.MaxBatch()) {
+		t.Fatalf("batch answer %+v, %v", a, err)
+	}
+	if s := a.String(); !strings.Contains(s, "the most that fits in memory") || strings.Contains(s, "or above") {
+		t.Errorf("answer %q", s)
+	}
+	fast := Setup{Gen: Generator{Timing: Constant{TTFT: 200 * time.Millisecond, TPOT: 10 * time.Millisecond}, Texts: []string{benchText}}, Config: pipeline.DefaultConfig()}
+	pa, err := Find(context.Background(), fast, ParamPreroll, 1, Options{Turns: 1, Seed: 1})
+	if err != nil || !pa.AtBound || pa.Value != 0 || !strings.Contains(pa.String(), "no pre-roll at all") || strings.Contains(pa.String(), "or below") {
+		t.Errorf("pre-roll answer %q, %v", pa, err)
 	}
 }

@@ -51,7 +51,9 @@ Ctrl-C stops at once: requests in flight end as cancelled, the trace is
 complete up to that moment, and the report covers what was captured.
 
 Exit codes: 0 pass; 1 the report's verdict failed (TPOT over --tpot-slo, an
-interruption) or a request failed; 2 bad usage.`
+interruption) or a request failed; 2 bad usage, or none of the first 5
+requests got a response (the server is not there: the run stops at once
+rather than fire at it for the whole --duration).`
 
 const captureExample = `  underrun capture --url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct -o trace.jsonl
   underrun capture --url http://127.0.0.1:8000/v1 --model m --concurrency 32 --duration 2m -o load.jsonl
@@ -193,6 +195,10 @@ func (r *recordings) close() error {
 	return first
 }
 
+// deadHost is how many requests in a row, before any got a response,
+// that get none (refused, unreachable, timed out) stop a capture.
+const deadHost = 5
+
 // maxHeldTurns is how many finished turns capture holds back from the
 // speech model until the load is over.
 const maxHeldTurns = 4096
@@ -278,14 +284,21 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		firstErr string
 		failure  error
 		held     []*pipeline.Turn
+		// a server that answers none of the first requests is not there:
+		// the run stops rather than fire at it for the whole --duration
+		answered   bool
+		unanswered int
+		dead       error
 	)
+	loadCtx, stopLoad := context.WithCancel(cmd.Context())
+	defer stopLoad()
 	analyze := func(t *pipeline.Turn) {
 		if err := s.add(t); err != nil && failure == nil {
 			failure = fmt.Errorf("turn %s: %w", t.ID, err)
 		}
 	}
 	started := time.Now()
-	runErr := load.Run(cmd.Context(), func(ctx context.Context, i int) {
+	runErr := load.Run(loadCtx, func(ctx context.Context, i int) {
 		req := openai.Request{API: api, Model: c.model, Prompt: prompts[i%len(prompts)], MaxTokens: c.maxTokens, NoUsage: c.noUsage}
 		st, err := client.Stream(ctx, "r"+strconv.Itoa(i+1), c.session, req)
 		mu.Lock()
@@ -300,6 +313,18 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		tally[t.Status]++
 		if t.Status == pipeline.StatusError && firstErr == "" {
 			firstErr = t.ID + ": " + t.Error
+		}
+		switch {
+		case st.Stats.HTTPStatus != 0:
+			answered = true
+		case t.Status == pipeline.StatusError && !answered && dead == nil:
+			if unanswered++; unanswered == deadHost {
+				dead = usagef("capture: none of the first %d requests got a response (%s): is the server at %s up? Stopped.", deadHost, firstErr, c.url)
+				stopLoad()
+			}
+		}
+		if bar != nil && t.Status == pipeline.StatusError {
+			bar.Describe(fmt.Sprintf("capture (%d failed)", tally[pipeline.StatusError]))
 		}
 		// The speech model runs after the load, not while other streams
 		// are being timed (it would take the CPU they need); beyond
@@ -326,6 +351,9 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	}
 	if err := rec.close(); err != nil && failure == nil {
 		failure = err
+	}
+	if failure == nil {
+		failure = dead
 	}
 	if failure != nil {
 		s.abort()

@@ -52,6 +52,10 @@ const replayExample = `  underrun replay trace.jsonl
 // builds without the speaker tag.
 var openSpeaker func(rate int, buffer time.Duration, s beep.Streamer) (stop func(), err error)
 
+// soundCard reports whether a playback device opens; nil in builds
+// without the speaker tag.
+var soundCard func() error
+
 type replayCommand struct {
 	env    *env
 	cmd    *cobra.Command
@@ -98,6 +102,12 @@ func (c *replayCommand) run(cmd *cobra.Command, args []string) error {
 		return usagef("--play plays in real time: drop --speed")
 	case c.to != "" && (c.speed != 1 || c.play):
 		return usagef("--to feeds the monitor at the trace's real pace: drop --speed and --play")
+	}
+	if c.play && soundCard != nil {
+		// before anything is read or played: without a card, exit 2 now
+		if err := soundCard(); err != nil {
+			return usagef("--play: %w", err)
+		}
 	}
 	turns, err := c.read(cmd.Context(), args)
 	if err != nil {

@@ -140,6 +140,9 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 		return nil, usagef("--goodput-min must be a fraction from 0 to 1, got %v", f.goodputMin)
 	}
 	f.slos = slos
+	if f.list < 0 {
+		return nil, usagef("--list must not be negative (0 lists none), got %d", f.list)
+	}
 	for _, apply := range f.hooks {
 		if err := apply(e, &cfg); err != nil {
 			return nil, err

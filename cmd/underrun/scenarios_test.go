@@ -48,3 +48,20 @@ func TestHostileScenarioFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestNegativeListRefused: --list -1 is bad usage on every command that
+// lists underruns (it was taken as "none").
+func TestNegativeListRefused(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--list", "-1"},
+		{"analyze", "--list", "-1", "testdata/analyze/handcheck.jsonl"},
+		{"sim", "tpot-50ms", "--list", "-1"},
+		{"replay", "--list", "-1", "testdata/analyze/handcheck.jsonl"},
+	} {
+		code, _, stderr := runCLI(t, "", args...)
+		if code != exitUsage || !strings.Contains(stderr, "--list must not be negative") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}

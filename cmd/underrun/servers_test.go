@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,25 @@ func TestEveryServerHasTimeouts(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCaptureStopsAtDeadHost: a capture whose first requests all get no
+// response stops at once with exit 2, naming the server, instead of firing
+// at it for the whole --duration; the progress bar counts the failures.
+func TestCaptureStopsAtDeadHost(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+	code, _, stderr := runCLI(t, "", "capture", "--url", dead, "--model", "m", "--rate", "50", "--duration", "1m", "--progress", "always")
+	if code != exitUsage || !strings.Contains(stderr, "none of the first 5 requests got a response") || !strings.Contains(stderr, dead) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "failed)") {
+		t.Errorf("the progress bar shows no failure count: %s", stderr)
 	}
 }

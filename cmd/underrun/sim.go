@@ -358,6 +358,7 @@ type answerJSON struct {
 	Param   string  `json:"param"`
 	Found   bool    `json:"found"`
 	AtBound bool    `json:"at_bound"`
+	Limit   string  `json:"limit,omitempty"`
 	Value   float64 `json:"value"`
 	Label   string  `json:"label"`
 	Goodput float64 `json:"speech_goodput"`
@@ -371,7 +372,7 @@ func newScenarioJSON(s *scenarios.Scenario) scenarioJSON {
 }
 
 func newAnswerJSON(a sim.Answer) answerJSON {
-	return answerJSON{Param: string(a.Param), Found: a.Found, AtBound: a.AtBound, Value: a.Value,
+	return answerJSON{Param: string(a.Param), Found: a.Found, AtBound: a.AtBound, Limit: a.Limit, Value: a.Value,
 		Label: a.Param.Format(a.Value), Goodput: a.Goodput, Target: a.Target, Text: a.String()}
 }
 
@@ -433,13 +434,9 @@ func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) err
 		if err != nil {
 			return usagef("--find: %w", err)
 		}
-		lo, hi, err := s.Setup.Range(p)
+		a, err := sim.Find(cmd.Context(), s.Setup, p, c.target, opts)
 		if err != nil {
 			return usagef("--find %s: %w", p, err)
-		}
-		a, err := sim.Solve(cmd.Context(), s.Setup, p, lo, hi, c.target, opts)
-		if err != nil {
-			return usageError{err}
 		}
 		answers = append(answers, a)
 	}

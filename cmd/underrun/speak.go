@@ -204,6 +204,12 @@ func (c *speakCommand) validate(args []string) error {
 	case c.espeakSpeed < 0:
 		return usagef("--speed must not be negative, got %d", c.espeakSpeed)
 	}
+	if c.play && soundCard != nil {
+		// before anything runs: without a card, exit 2 now
+		if err := soundCard(); err != nil {
+			return usagef("--play: %w", err)
+		}
+	}
 	return nil
 }
 
