@@ -206,7 +206,7 @@ type Playout struct {
 	first             int           // streamed chunk holding the first unreleased byte
 	synthDone         time.Duration // when the synthesizer has produced all released audio
 	startHeld         bool          // the pre-roll start waited for an earlier chunk's last frames
-	allReady          time.Duration // when the last frame of every released chunk is ready
+	allReady          time.Duration // parallel mode: when the last frame of every released chunk is ready
 	timerOrigin       int
 	timerArmed        bool
 	timerDeadline     time.Duration
@@ -477,8 +477,9 @@ func (p *Playout) End() {
 	}
 	if !p.started && len(p.Chunks) > 0 {
 		c := &p.Chunks[len(p.Chunks)-1]
-		p.startHeld = p.allReady > c.Ready+p.lastFrameOffset(c)
-		p.start(p.allReady, len(p.Chunks)-1)
+		own := c.Ready + p.lastFrameOffset(c)
+		p.startHeld = p.allReady > own
+		p.start(max(p.allReady, own), len(p.Chunks)-1)
 	}
 	p.ended = true
 	for i := range p.Underruns {
@@ -583,7 +584,11 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	}
 	p.synthDone = max(p.synthDone, c.Done)
 	before := p.allReady // every earlier chunk is whole by then
-	p.allReady = max(p.allReady, c.Ready+p.lastFrameOffset(c))
+	if p.mode == modeParallel {
+		// only parallel requests can finish out of order: in the other
+		// modes a chunk's first audio follows the audio before it
+		p.allReady = max(p.allReady, c.Ready+p.lastFrameOffset(c))
+	}
 	if !p.started {
 		need := p.cfg.Preroll
 		if need <= 0 {
