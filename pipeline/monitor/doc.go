@@ -5,10 +5,16 @@
 // warnings and turn summaries go to the injected zerolog logger, to
 // subscriber websockets (/events), to the embedded live page (/ and
 // /live) and to Prometheus metrics (/metrics, the Server's own registry).
-// Everything received can be recorded as a native trace as it arrives.
+// Everything accepted can be recorded as a native trace, each record
+// handed to the destination within Options.FlushInterval (2 ms), every
+// turn under a name of its own (SESSION/TURN, and SESSION/TURN#2, #3, ...
+// for a turn id used again), so that the recording reads back as streamed.
 //
-// Feed plays a recorded trace into a running monitor at its real pace, and
-// Load drives a monitor (or a bare echo server, the ceiling) with many
-// synthetic sessions and measures what arrives and how late the underrun
-// events come. The package never prints or exits.
+// Feed plays a recorded trace into running monitors at its real pace,
+// sessions spread over several by Shard; Load drives a monitor (or a bare
+// echo server, the ceiling) with many synthetic sessions and measures what
+// arrives and how late the underrun events come, and WriteFloor the most
+// messages any load generator can send on this machine. The rules a
+// Prometheus watching a fleet of monitors needs are in the prometheus
+// sub-package. The package never prints or exits.
 package monitor
