@@ -249,3 +249,34 @@ func TestPlayoutNextLatency(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxTPOTFollowsMode: the largest safe TPOT is that of the mode. With
+// a synthesizer at RTF 0.9 and 250 ms to first audio, a request per token
+// waits for the one before and then the full latency again, so the player
+// starves between tokens however fast they come (no safe TPOT); one
+// context per turn keeps up. With no latency the modes agree.
+func TestMaxTPOTFollowsMode(t *testing.T) {
+	t.Parallel()
+	turn := steady("Sure, the express train leaves every fifteen minutes and takes about twenty minutes to town.", 30*ms)
+	tpot := func(mode tts.Mode, latency time.Duration) (time.Duration, bool) {
+		cfg := DefaultConfig()
+		cfg.Policy, _ = tts.ParsePolicy("token")
+		cfg.Synth = tts.Synth{Mode: mode, TTFA: latency, Continuation: latency / 5, RTF: 0.9}
+		v, ok, err := MaxTPOT(cfg, turn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, ok
+	}
+	if v, ok := tpot(tts.ModeRequest, 250*ms); ok {
+		t.Errorf("request at 250 ms and RTF 0.9: a safe TPOT of %v, want none", v)
+	}
+	if v, ok := tpot(tts.ModeStream, 250*ms); !ok || v < 100*ms {
+		t.Errorf("stream at 250 ms and RTF 0.9: safe TPOT %v (%v), want one above 100 ms", v, ok)
+	}
+	a, okA := tpot(tts.ModeStream, 0)
+	b, okB := tpot(tts.ModeRequest, 0)
+	if a != b || okA != okB || !okA {
+		t.Errorf("no latency: stream %v (%v), request %v (%v); want equal", a, okA, b, okB)
+	}
+}

@@ -50,7 +50,8 @@ type Calibration struct {
 // onset, time per letter, comma pause and sentence pause, none negative),
 // and a Synth to the time each synthesis took: time to first audio (the
 // fixed cost of a synthesis) and real-time factor (the cost per second of
-// audio). runs repeats each synthesis and keeps the fastest, to lessen
+// audio), in request mode (each text was its own synthesis). runs repeats
+// each synthesis and keeps the fastest, to lessen
 // the noise of a busy machine. The returned error wraps ErrEngine when the
 // engine fails.
 func Calibrate(ctx context.Context, engine Engine, texts []string, runs int) (Calibration, error) {
@@ -84,7 +85,9 @@ func Calibrate(ctx context.Context, engine Engine, texts []string, runs int) (Ca
 	}
 	v.Name = engine.Name()
 	ttfa, rtf := fitLine(audio, wall)
-	synth := Synth{TTFA: time.Duration(ttfa * float64(time.Second)).Round(time.Microsecond), RTF: math.Round(rtf*1e4) / 1e4}
+	// the engine was driven a synthesis per text, one after another: a
+	// request per chunk
+	synth := Synth{Mode: ModeRequest, TTFA: time.Duration(ttfa * float64(time.Second)).Round(time.Microsecond), RTF: math.Round(rtf*1e4) / 1e4}
 	q := &FitQuality{Texts: len(texts)}
 	for i, text := range texts {
 		est := v.Duration(text).Seconds()

@@ -148,3 +148,23 @@ func TestSimTTSLatencySweep(t *testing.T) {
 		t.Errorf("stream: sweep %+v, want goodput rising from 0 to 500 ms of first audio", stream.Sweep)
 	}
 }
+
+// TestGoldenModesAndStack: the default turn's report in request mode and
+// through a named stack, as golden files.
+func TestGoldenModesAndStack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file string
+		args []string
+	}{
+		{"default-request.txt", []string{"--tts-mode", "request"}},
+		{"default-parallel.txt", []string{"--tts-mode", "parallel", "--rtf", "1.2"}},
+		{"default-stack.txt", []string{"--stack", "livekit-openai"}},
+	} {
+		code, out, errOut := runCLI(t, "", tc.args...)
+		if code == exitUsage {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		golden(t, tc.file, out)
+	}
+}

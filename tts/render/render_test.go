@@ -38,6 +38,12 @@ func wordTurn(id, text string, ttft, tpot time.Duration, stalls map[int]time.Dur
 	return t
 }
 
+// withMode returns cfg in the timing mode m.
+func withMode(cfg pipeline.Config, m tts.Mode) pipeline.Config {
+	cfg.Synth.Mode = m
+	return cfg
+}
+
 func config(t testing.TB, policy string, ttfa time.Duration, rtf float64) pipeline.Config {
 	t.Helper()
 	cfg := pipeline.DefaultConfig()
@@ -200,6 +206,8 @@ func TestRenderFindsUnderruns(t *testing.T) {
 		{"sentence", config(t, "sentence", 250*ms, 0.3), wordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{8: 3000 * ms, 31: 6000 * ms, 37: 6000 * ms})},
 		{"slow-pace", config(t, "word", 80*ms, 0.1), wordTurn("p", paragraph, 200*ms, 420*ms, nil)},
 		{"slow-synth", config(t, "sentence", 100*ms, 1.7), wordTurn("r", paragraph, 200*ms, 30*ms, nil)},
+		{"word-request", withMode(config(t, "word", 250*ms, 0.5), tts.ModeRequest), wordTurn("q", paragraph, 300*ms, 40*ms, stalls)},
+		{"token-parallel", withMode(config(t, "token", 120*ms, 1.2), tts.ModeParallel), wordTurn("l", paragraph, 300*ms, 40*ms, stalls)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
