@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -113,15 +114,31 @@ func (a *analyzeCommand) run(cmd *cobra.Command, args []string) error {
 	return s.finish()
 }
 
-// aiperfSummaryFile is the name AIPerf gives the summary it writes beside
-// profile_export.jsonl.
-const aiperfSummaryFile = "profile_export_aiperf.json"
+// summaryOf names, for the tools that save their summary in a file of
+// its own, that file's format by the format of the per-request file.
+var summaryOf = map[string]string{"aiperf": "aiperf-summary", "llmperf": "llmperf-summary"}
 
-// pairSummaries finds, among the files named, AIPerf summaries given
-// beside the per-request export they sum up (profile_export_aiperf.json
-// after profile_export.jsonl): each is paired with the export in its
-// folder, else the one named before it, and is not read on its own. The
-// rest are the inputs, in order.
+// summaryBeside returns where a tool writes the summary of a per-request
+// file: AIPerf's profile_export_aiperf.json in its folder, llmperf's
+// NAME_summary.json for NAME_individual_responses.json.
+func summaryBeside(tool trace.Tool, name string) string {
+	switch tool {
+	case trace.ToolAIPerf:
+		return filepath.Join(filepath.Dir(name), "profile_export_aiperf.json")
+	case trace.ToolLLMPerf:
+		if base, ok := strings.CutSuffix(name, "_individual_responses.json"); ok {
+			return base + "_summary.json"
+		}
+	}
+	return ""
+}
+
+// pairSummaries finds, among the files named, summaries given beside the
+// per-request file they sum up (profile_export_aiperf.json after
+// profile_export.jsonl, llmperf's _summary.json after its individual
+// responses): each is paired with the file of its tool in its folder,
+// else the one named before it, and is not read on its own. The rest are
+// the inputs, in order.
 func pairSummaries(args []string, format string) (inputs []string, summaries map[string]string) {
 	if format != "" && format != "auto" {
 		return args, nil
@@ -132,12 +149,18 @@ func pairSummaries(args []string, format string) (inputs []string, summaries map
 	}
 	summaries = map[string]string{}
 	for i, name := range args {
-		if kinds[i] != "aiperf-summary" {
+		perRequest := ""
+		for k, v := range summaryOf {
+			if v == kinds[i] {
+				perRequest = k
+			}
+		}
+		if perRequest == "" {
 			continue
 		}
 		pair := ""
 		for j := range args {
-			if kinds[j] == "aiperf" && summaries[args[j]] == "" && (pair == "" || filepath.Dir(args[j]) == filepath.Dir(name) || j < i) {
+			if kinds[j] == perRequest && summaries[args[j]] == "" && (pair == "" || filepath.Dir(args[j]) == filepath.Dir(name) || j < i) {
 				pair = args[j]
 				if filepath.Dir(args[j]) == filepath.Dir(name) {
 					break
@@ -231,18 +254,16 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name, summary 
 		return err
 	}
 	saved, note := td.ToolSummaries(), ""
-	if td.Tool() == trace.ToolAIPerf && len(saved) == 0 {
-		// AIPerf saves its summary beside the export: given, or found
-		if summary == "" && name != "-" {
-			if beside := filepath.Join(filepath.Dir(name), aiperfSummaryFile); detectFile(beside) == "aiperf-summary" {
-				summary = beside
-			}
+	if kind, ok := summaryOf[string(td.Tool())]; ok && len(saved) == 0 {
+		// the tool saves its summary beside the file: given, or found
+		if beside := summaryBeside(td.Tool(), name); summary == "" && name != "-" && beside != "" && detectFile(beside) == kind {
+			summary = beside
 		}
 		if summary != "" {
 			if saved, err = readSummary(a.env, summary); err != nil {
 				return err
 			}
-			note = "compared with AIPerf's summary " + summary
+			note = "compared with " + td.Tool().Title() + "'s summary " + summary
 		}
 	}
 	for _, f := range parity.Figures(saved) {

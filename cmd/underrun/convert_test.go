@@ -20,6 +20,8 @@ func TestConvertThenAnalyze(t *testing.T) {
 		"sglang/basic/result.jsonl",
 		"aiperf/basic/profile_export.jsonl",
 		"genaiperf/basic/profile_export.json",
+		"llmperf/basic/example-voice-8b_550_80_individual_responses.json",
+		"guidellm/basic/benchmarks.json",
 	} {
 		t.Run(filepath.Dir(filepath.Dir(file)), func(t *testing.T) {
 			t.Parallel()

@@ -174,3 +174,34 @@ func TestAnalyzeGoodput(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeLLMPerfGuideLLM: llmperf's individual responses (compared
+// with the _summary.json beside them) and GuideLLM's benchmarks.json read
+// as they are, with their own figures, and the report says the ITL tail
+// is not measured; llmperf's summary alone prints its saved figures.
+func TestAnalyzeLLMPerfGuideLLM(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		file string
+		code int
+		want []string
+	}{
+		{"llmperf/basic/example-voice-8b_550_80_individual_responses.json", exitFail,
+			[]string{"figures as that tool computes them, over 8 requests", "saved summary: all 31 values match", "no ITL tail can be known", "compared with llmperf's summary"}},
+		{"guidellm/basic/benchmarks.json", exitFail,
+			[]string{"figures as that tool computes them, over 7 requests", "saved summary: all 65 values match", "the ITL tail is not measured"}},
+		{"llmperf/basic/example-voice-8b_550_80_summary.json", exitOK,
+			[]string{"figures as that tool saved them, over 8 requests", "this is llmperf's summary; pass example-voice-8b_550_80_individual_responses.json", "verdict: NONE"}},
+	}
+	for _, tc := range cases {
+		code, stdout, stderr := runCLI(t, "", "analyze", filepath.Join(toolFixtures, tc.file))
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d; stderr %s", tc.file, code, tc.code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: output does not say %q:\n%s", tc.file, w, stdout)
+			}
+		}
+	}
+}

@@ -35,6 +35,14 @@ func footprint(d Decoder) int {
 		for _, r := range d.responses {
 			n += len(r.content) + len(r.reasoning) + 64
 		}
+	case *LLMPerfReader:
+		sc(d.s)
+	case *GuideLLMReader:
+		sc(d.s)
+		n += cap(d.ends)*8 + len(d.rec.text)
+		for _, s := range d.summary {
+			n += len(s.Values) * 64
+		}
 	case *SummaryReader:
 		sc(d.s)
 		n += len(d.summary.Values) * 64

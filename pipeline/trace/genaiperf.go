@@ -96,43 +96,6 @@ func (d *GenAIPerfReader) Next() (*pipeline.Turn, error) {
 	return t, err
 }
 
-// keysUntil reads an object's keys, skipping values, until key (true) or
-// the object's end (false); key "" skips to the end. The object's '{'
-// must already be consumed; first says no key has been read yet.
-func (d *GenAIPerfReader) keysUntil(key string, first bool) (bool, error) {
-	s := d.s
-	for {
-		c, err := s.peek()
-		if err != nil {
-			return false, s.ioError(err)
-		}
-		switch {
-		case c == '}':
-			s.readByte()
-			return false, nil
-		case c == ',' && !first:
-			s.readByte()
-		case c == '"' && first:
-		default:
-			return false, s.errorf("want an object key, got %s", describe(c))
-		}
-		first = false
-		k, err := s.str()
-		if err != nil {
-			return false, err
-		}
-		if err := s.expect(':', "':' after an object key"); err != nil {
-			return false, err
-		}
-		if key != "" && k == key {
-			return true, nil
-		}
-		if _, err := s.skip(); err != nil {
-			return false, err
-		}
-	}
-}
-
 func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 	s := d.s
 	for {
@@ -142,7 +105,7 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 			if err := s.expect('{', "a GenAI-Perf profile export (a JSON object)"); err != nil {
 				return nil, err
 			}
-			found, err := d.keysUntil("experiments", true)
+			found, err := d.s.keysUntil("experiments", true)
 			if err != nil {
 				return nil, err
 			}
@@ -160,7 +123,7 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 				return nil, err
 			}
 			if !more {
-				if _, err := d.keysUntil("", false); err != nil { // the rest of the top object
+				if _, err := d.s.keysUntil("", false); err != nil { // the rest of the top object
 					return nil, err
 				}
 				if c, err := s.peek(); err != io.EOF {
@@ -178,7 +141,7 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 			if err := s.expect('{', "an experiment object"); err != nil {
 				return nil, err
 			}
-			found, err := d.keysUntil("requests", true)
+			found, err := d.s.keysUntil("requests", true)
 			if err != nil {
 				return nil, err
 			}
@@ -195,7 +158,7 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 				return nil, err
 			}
 			if !more {
-				if _, err := d.keysUntil("", false); err != nil { // the rest of the experiment
+				if _, err := d.s.keysUntil("", false); err != nil { // the rest of the experiment
 					return nil, err
 				}
 				d.state = gpExperiments

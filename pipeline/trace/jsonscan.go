@@ -737,6 +737,42 @@ func (s *scanner) object(fn func(key string) error) error {
 	}
 }
 
+// keysUntil reads an object's keys, skipping values, until key (true) or
+// the object's end (false); key "" skips to the end. The object's '{'
+// must already be consumed; first says no key has been read yet.
+func (s *scanner) keysUntil(key string, first bool) (bool, error) {
+	for {
+		c, err := s.peek()
+		if err != nil {
+			return false, s.ioError(err)
+		}
+		switch {
+		case c == '}':
+			s.readByte()
+			return false, nil
+		case c == ',' && !first:
+			s.readByte()
+		case c == '"' && first:
+		default:
+			return false, s.errorf("want an object key, got %s", describe(c))
+		}
+		first = false
+		k, err := s.str()
+		if err != nil {
+			return false, err
+		}
+		if err := s.expect(':', "':' after an object key"); err != nil {
+			return false, err
+		}
+		if key != "" && k == key {
+			return true, nil
+		}
+		if _, err := s.skip(); err != nil {
+			return false, err
+		}
+	}
+}
+
 // array reads an array, calling fn for each element; fn must consume it.
 // null reads as an empty array.
 func (s *scanner) array(fn func(i int) error) error {

@@ -88,6 +88,8 @@ type toolMetric struct {
 	name, ours string
 	aliases    []string
 	pick       func(*parityRun) *pipeline.Sample
+	// weighted, for GuideLLM, picks the weighted values instead
+	weighted func(*parityRun) *weightedSample
 }
 
 func (t Tool) metrics() []toolMetric {
@@ -99,17 +101,31 @@ func (t Tool) metrics() []toolMetric {
 	case ToolVLLM:
 		// benchmark_serving.py of 2024 and its forks saved E2E as
 		// *_e2e_ms or *_latency_ms
-		return []toolMetric{{"ttft", "TTFT", nil, ttft}, {"tpot", "TPOT", nil, tpot}, {"itl", "ITL", nil, itl},
-			{"e2el", "E2E latency", []string{"e2e", "latency"}, e2e}}
+		return []toolMetric{{"ttft", "TTFT", nil, ttft, nil}, {"tpot", "TPOT", nil, tpot, nil}, {"itl", "ITL", nil, itl, nil},
+			{"e2el", "E2E latency", []string{"e2e", "latency"}, e2e, nil}}
 	case ToolSGLang:
-		return []toolMetric{{"ttft", "TTFT", nil, ttft}, {"tpot", "TPOT", nil, tpot}, {"itl", "ITL per token", nil, itl}, {"e2e_latency", "E2E latency", nil, e2e}}
+		return []toolMetric{{"ttft", "TTFT", nil, ttft, nil}, {"tpot", "TPOT", nil, tpot, nil}, {"itl", "ITL per token", nil, itl, nil}, {"e2e_latency", "E2E latency", nil, e2e, nil}}
 	case ToolAIPerf:
-		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft}, {"inter_token_latency", "TPOT", nil, tpot}, {"inter_chunk_latency", "ITL", nil, itl}, {"request_latency", "E2E latency", nil, e2e}}
+		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft, nil}, {"inter_token_latency", "TPOT", nil, tpot, nil}, {"inter_chunk_latency", "ITL", nil, itl, nil}, {"request_latency", "E2E latency", nil, e2e, nil}}
 	case ToolGenAIPerf:
-		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft}, {"inter_token_latency", "TPOT", nil, tpot}, {"chunk gaps", "ITL", nil, itl}, {"request_latency", "E2E latency", nil, e2e}}
+		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft, nil}, {"inter_token_latency", "TPOT", nil, tpot, nil}, {"chunk gaps", "ITL", nil, itl, nil}, {"request_latency", "E2E latency", nil, e2e, nil}}
+	case ToolGuideLLM:
+		w := func(k int) func(*parityRun) *weightedSample {
+			return func(r *parityRun) *weightedSample { return &r.weighted[k] }
+		}
+		return []toolMetric{{"time_to_first_token_ms", "TTFT", nil, ttft, w(0)}, {"inter_token_latency_ms", "TPOT", nil, tpot, w(1)},
+			{"time_per_output_token_ms", "last token / tokens", nil, itl, w(2)}, {"request_latency", "E2E latency", nil, e2e, w(3)}}
+	case ToolLLMPerf:
+		// llmperf's inter_token_latency_s is the time to the last token
+		// over the tokens, the first one's wait included
+		return []toolMetric{{"ttft_s", "TTFT", nil, ttft, nil}, {"inter_token_latency_s", "last token / tokens", nil, itl, nil}, {"end_to_end_latency_s", "E2E to the stream's end", nil, e2e, nil}}
 	}
 	return nil
 }
+
+// sampleStd reports whether the tool's std divides by n - 1 (pandas'
+// Series.std), not by n (numpy's).
+func (t Tool) sampleStd() bool { return t == ToolLLMPerf }
 
 // Title is the tool's name as its makers write it.
 func (t Tool) Title() string {
@@ -122,19 +138,26 @@ func (t Tool) Title() string {
 		return "AIPerf"
 	case ToolGenAIPerf:
 		return "GenAI-Perf"
+	case ToolLLMPerf:
+		return "llmperf"
+	case ToolGuideLLM:
+		return "GuideLLM"
 	}
 	return string(t)
 }
 
 // inSeconds reports whether the tool measures in seconds (floats from
 // time.perf_counter) rather than whole nanoseconds.
-func (t Tool) inSeconds() bool { return t == ToolVLLM || t == ToolSGLang }
+func (t Tool) inSeconds() bool { return t == ToolVLLM || t == ToolSGLang || t == ToolLLMPerf }
 
 // toMs converts a statistic in the tool's own unit to milliseconds, as
 // the tool does: vLLM and SGLang multiply seconds by 1000, AIPerf and
 // GenAI-Perf divide nanoseconds by 10^6.
 func (t Tool) toMs(v float64) float64 {
-	if t.inSeconds() {
+	switch {
+	case t == ToolGuideLLM:
+		return v // kept in ms, as GuideLLM's *_ms figures
+	case t.inSeconds():
 		return v * 1000
 	}
 	return v / 1e6
@@ -147,6 +170,7 @@ type exactTimes struct {
 	itls       []float64
 	latency    float64
 	hasLatency bool
+	perToken   float64 // llmperf's inter_token_latency_s
 }
 
 // exactTimer is a decoder that kept the exact times of the turn Next
@@ -188,6 +212,7 @@ type Parity struct {
 type parityRun struct {
 	requests              int
 	ttft, tpot, itl, e2el pipeline.Sample // in the tool's unit
+	weighted              [4]weightedSample
 	goodput               *pipeline.Goodput
 }
 
@@ -234,6 +259,31 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 	if t.Status != pipeline.StatusOK && t.Status != "" {
 		if r.goodput != nil {
 			r.goodput.Add(false, 0, 0, 0)
+		}
+		return
+	}
+	if p.tool == ToolGuideLLM && ex != nil {
+		// GuideLLM's own per-request figures, weighted as its metrics
+		// weigh them (a figure it lacks counts as 0)
+		n := float64(t.OutputTokens)
+		r.requests++
+		r.weighted[0].add(ex.ttft*1000, 1)
+		r.weighted[1].add(ex.itls[0]*1000, max(n, 1)-1)
+		r.weighted[2].add(ex.perToken*1000, n)
+		r.weighted[3].add(ex.latency*1000, 1)
+		if r.goodput != nil {
+			r.goodput.AddTurn(t)
+		}
+		return
+	}
+	if p.tool == ToolLLMPerf && ex != nil {
+		// llmperf's own per-request figures, every successful request
+		r.requests++
+		r.ttft.Add(ex.ttft)
+		r.itl.Add(ex.perToken)
+		r.e2el.Add(ex.latency)
+		if r.goodput != nil {
+			r.goodput.AddTurn(t)
 		}
 		return
 	}
@@ -344,12 +394,10 @@ func statOf(s *pipeline.Sample, stat string) (float64, bool) {
 	}
 	v := s.Values()
 	switch stat {
-	case "mean", "std":
-		sum := s.Summary()
-		if stat == "mean" {
-			return sum.Mean, true
-		}
-		return sum.Std, true
+	case "mean":
+		return s.Summary().Mean, true
+	case "std":
+		return s.Summary().Std, true
 	case "median":
 		return pipeline.Percentile(v, 50), true
 	case "min":
@@ -364,10 +412,23 @@ func statOf(s *pipeline.Sample, stat string) (float64, bool) {
 	return pipeline.Percentile(v, p), true
 }
 
+// sampleStd turns a summary's population std into the sample std (NaN
+// for a single value, as pandas gives).
+func sampleStd(s pipeline.Summary) float64 {
+	if s.Count < 2 {
+		return math.NaN()
+	}
+	n := float64(s.Count)
+	return math.Sqrt(s.Std * s.Std * n / (n - 1))
+}
+
 // summaryMs is the summary of a sample in the tool's unit, converted to
 // milliseconds statistic by statistic as the tool converts them.
 func (t Tool) summaryMs(s *pipeline.Sample) pipeline.Summary {
 	sum := s.Summary()
+	if t.sampleStd() {
+		sum.Std = sampleStd(sum)
+	}
 	for _, f := range []*float64{&sum.Mean, &sum.Median, &sum.Std, &sum.Min, &sum.Max, &sum.P50, &sum.P90, &sum.P95, &sum.P99, &sum.P999} {
 		*f = t.toMs(*f)
 	}
@@ -402,6 +463,9 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 		}
 		for _, m := range metrics {
 			sum := p.tool.summaryMs(m.pick(r))
+			if m.weighted != nil {
+				sum = m.weighted(r).summary()
+			}
 			f.Metrics = append(f.Metrics, pipeline.ToolMetric{Name: m.name, Ours: m.ours, Summary: &sum})
 		}
 		switch p.tool {
@@ -411,6 +475,10 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 			}
 		case ToolGenAIPerf:
 			f.Notes = append(f.Notes, "GenAI-Perf saves its summary beside this file, in profile_export_genai_perf.json; it counts tokens with the model's tokenizer, underrun with the usage chunk or one per chunk")
+		case ToolLLMPerf:
+			f.Notes = append(f.Notes, "llmperf keeps no per-chunk times, so no ITL and no ITL tail can be known: the speech analysis spaces each request's tokens evenly from its first token to its last (inter_token_latency_s x number_output_tokens); its std divides by n - 1 (pandas)")
+		case ToolGuideLLM:
+			f.Notes = append(f.Notes, "GuideLLM times only the first and the last token iteration: the iterations between are spaced evenly, as GuideLLM spaces them itself, so the ITL tail is not measured; its metrics weigh inter_token_latency by tokens - 1 and time_per_output_token by tokens, and take percentiles by nearest rank")
 		}
 		if r.goodput != nil {
 			r.goodput.Close(s.DurationS)
@@ -479,8 +547,14 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 			continue
 		}
 		got, ok := statOf(metric.pick(r), stat)
+		if metric.weighted != nil {
+			got, ok = metric.weighted(r).stat(stat)
+		}
 		if !ok {
 			continue
+		}
+		if stat == "std" && p.tool.sampleStd() {
+			got = sampleStd(metric.pick(r).Summary())
 		}
 		got = p.tool.toMs(got)
 		f.Checked++
@@ -518,4 +592,118 @@ func agree(want, got float64) bool {
 		return math.IsNaN(want) && math.IsNaN(got) || math.IsNaN(want) && got == 0
 	}
 	return math.Abs(want-got) <= max(pipeline.ToolToleranceMs, 1e-6*math.Abs(want))
+}
+
+// weightedSample is a set of values with weights, summed up as GuideLLM's
+// DistributionSummary does: equal values merged, zero weights dropped, a
+// probability for each value in proportion to its weight; the mean and
+// the (population) variance weighted; a percentile the first value whose
+// cumulative probability reaches it (numpy's searchsorted, side left), the
+// median the 50th; count the sum of the weights.
+type weightedSample struct {
+	values, weights []float64
+}
+
+func (w *weightedSample) add(v, weight float64) {
+	w.values = append(w.values, v)
+	w.weights = append(w.weights, weight)
+}
+
+// pdf returns the distinct values, ascending, and their probabilities.
+func (w *weightedSample) pdf() (values, probs []float64, total float64) {
+	idx := make([]int, len(w.values))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(w.values[a], w.values[b]) })
+	for _, i := range idx {
+		v, wt := w.values[i], w.weights[i]
+		if n := len(values); n > 0 && values[n-1] == v {
+			probs[n-1] += wt
+			continue
+		}
+		values, probs = append(values, v), append(probs, wt)
+	}
+	k := 0
+	for i := range values {
+		if probs[i] > 0 {
+			values[k], probs[k] = values[i], probs[i]
+			total += probs[i]
+			k++
+		}
+	}
+	values, probs = values[:k], probs[:k]
+	for i := range probs {
+		probs[i] /= total
+	}
+	return values, probs, total
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// percentile is GuideLLM's: the first value whose cumulative probability
+// reaches q (0 to 1).
+func percentileOf(values, probs []float64, q float64) float64 {
+	cum := 0.0
+	for i, p := range probs {
+		if cum += p; cum >= q {
+			return values[i]
+		}
+	}
+	return values[len(values)-1]
+}
+
+func (w *weightedSample) summary() pipeline.Summary {
+	values, probs, total := w.pdf()
+	if len(values) == 0 {
+		return pipeline.Summary{}
+	}
+	mean, variance := 0.0, 0.0
+	for i, v := range values {
+		mean += v * probs[i]
+	}
+	for i, v := range values {
+		variance += (v - mean) * (v - mean) * probs[i]
+	}
+	return pipeline.Summary{
+		Count: int(math.Round(total)), Mean: mean, Std: math.Sqrt(variance),
+		Median: percentileOf(values, probs, 0.5), Min: values[0], Max: values[len(values)-1],
+		P50: percentileOf(values, probs, 0.5), P90: percentileOf(values, probs, 0.9), P95: percentileOf(values, probs, 0.95),
+		P99: percentileOf(values, probs, 0.99), P999: percentileOf(values, probs, 0.999),
+	}
+}
+
+// stat returns a statistic by the tools' names (mean, median, std, min,
+// max, pNN).
+func (w *weightedSample) stat(stat string) (float64, bool) {
+	sum := w.summary()
+	switch stat {
+	case "mean":
+		return sum.Mean, true
+	case "median":
+		return sum.Median, true
+	case "std":
+		return sum.Std, true
+	case "min":
+		return sum.Min, true
+	case "max":
+		return sum.Max, true
+	}
+	p, err := strconv.ParseFloat(stat[1:], 64)
+	if err != nil || p < 0 || p > 100 {
+		return 0, false
+	}
+	values, probs, _ := w.pdf()
+	if len(values) == 0 {
+		return 0, true
+	}
+	return percentileOf(values, probs, p/100), true
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -19,6 +20,14 @@ func init() {
 			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolAIPerf },
 			Open: func(r io.Reader, name string) (Decoder, error) {
 				return NewSummaryReader(r, name, ToolAIPerf), nil
+			},
+		},
+		Format{
+			Name:     "llmperf-summary",
+			Describe: "llmperf *_summary.json (the run's summary only)",
+			Sniff:    sniffLLMPerfSummary,
+			Open: func(r io.Reader, name string) (Decoder, error) {
+				return NewSummaryReader(r, name, ToolLLMPerf), nil
 			},
 		},
 		Format{
@@ -85,8 +94,11 @@ func (d *SummaryReader) Next() (*pipeline.Turn, error) {
 
 // perRequestFile names the file beside a summary that holds its requests.
 func (d *SummaryReader) perRequestFile() string {
-	if d.tool == ToolGenAIPerf {
+	switch d.tool {
+	case ToolGenAIPerf:
 		return "profile_export.json"
+	case ToolLLMPerf:
+		return strings.TrimSuffix(filepath.Base(d.name), "_summary.json") + "_individual_responses.json"
 	}
 	return "profile_export.jsonl"
 }
@@ -102,6 +114,10 @@ func (d *SummaryReader) parse() error {
 		c, err := s.peek()
 		if err != nil {
 			return s.ioError(err)
+		}
+		if d.tool == ToolLLMPerf {
+			metric = key
+			return d.flatStat(key, c)
 		}
 		if c != '{' {
 			_, err := s.skip()
@@ -150,6 +166,46 @@ func (d *SummaryReader) parse() error {
 		return fmt.Errorf("%w: %s: no metrics ({\"unit\": ..., \"avg\": ...}); want %s's summary", ErrFormat, d.name, d.tool.Title())
 	}
 	return nil
+}
+
+// llmperfStat reads llmperf's flattened keys: results_<metric>_mean,
+// _min, _max, _stddev and _quantiles_pNN, of the metrics in seconds.
+var llmperfStat = regexp.MustCompile(`^results_((?:ttft|inter_token_latency|end_to_end_latency)_s)_(mean|min|max|stddev|quantiles_p[0-9]+)$`)
+
+// flatStat reads one key of llmperf's flat summary, its first byte c.
+func (d *SummaryReader) flatStat(key string, c byte) error {
+	s := d.s
+	m := llmperfStat.FindStringSubmatch(key)
+	if key == "results_num_completed_requests" && c != 'n' {
+		v, _, err := s.integer()
+		if err == nil && v >= 0 {
+			d.summary.Completed = int(v)
+		}
+		return err
+	}
+	if m == nil || c == 'n' {
+		_, err := s.skip()
+		return err
+	}
+	v, err := s.number()
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return err
+	}
+	stat := strings.TrimPrefix(m[2], "quantiles_")
+	if stat == "stddev" {
+		stat = "std"
+	}
+	d.summary.Values[m[1]+"."+stat] = v * 1000
+	return nil
+}
+
+// sniffLLMPerfSummary recognizes llmperf's summary: a flat object with
+// its results_ keys.
+func sniffLLMPerfSummary(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	return len(head) > 0 && head[0] == '{' &&
+		(bytes.Contains(head, []byte(`"results_ttft_s_mean"`)) || bytes.Contains(head, []byte(`"results_end_to_end_latency_s_mean"`)) ||
+			bytes.Contains(head, []byte(`"results_num_completed_requests"`)))
 }
 
 // metric keeps one saved metric: times in milliseconds, the request count,

@@ -2,8 +2,10 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -28,11 +30,16 @@ func TestSummaryReader(t *testing.T) {
 		if td.Tool() != fx.tool || len(s) != 1 {
 			t.Fatalf("%s: tool %s, %d summaries", fx.path, td.Tool(), len(s))
 		}
-		per := map[Tool]string{ToolAIPerf: "pass profile_export.jsonl", ToolGenAIPerf: "pass profile_export.json,"}[fx.tool]
+		per := map[Tool]string{ToolAIPerf: "pass profile_export.jsonl", ToolGenAIPerf: "pass profile_export.json,",
+			ToolLLMPerf: "pass example-voice-8b_550_80_individual_responses.json"}[fx.tool]
 		if !strings.Contains(s[0].Hint, per) {
 			t.Errorf("%s: hint %q; want it to say %q", fx.path, s[0].Hint, per)
 		}
-		if _, ok := s[0].Values["time_to_first_token.p99"]; !ok {
+		key := "time_to_first_token.p99"
+		if fx.tool == ToolLLMPerf {
+			key = "ttft_s.p99"
+		}
+		if _, ok := s[0].Values[key]; !ok {
 			t.Errorf("%s: values %v", fx.path, s[0].Values)
 		}
 	}
@@ -133,4 +140,94 @@ func figuresOf(t *testing.T, in string) []pipeline.ToolFigures {
 	t.Helper()
 	p, td := parityOf(t, "", in, nil)
 	return p.Figures(td.ToolSummaries())
+}
+
+// TestLLMPerfAndGuideLLM: what the files hold is read as it is (llmperf's
+// per-request figures, GuideLLM's first and last token iterations), the
+// rest spaced evenly between, and the reports say the ITL tail is not
+// measured.
+func TestLLMPerfAndGuideLLM(t *testing.T) {
+	t.Parallel()
+	turns, _ := readToolFile(t, "testdata/llmperf/basic/example-voice-8b_550_80_individual_responses.json")
+	var rows []struct {
+		TTFT   float64 `json:"ttft_s"`
+		ITL    float64 `json:"inter_token_latency_s"`
+		Tokens int     `json:"number_output_tokens"`
+		Code   any     `json:"error_code"`
+	}
+	if err := json.Unmarshal([]byte(fixture(t, "testdata/llmperf/basic/example-voice-8b_550_80_individual_responses.json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		turn := turns[i]
+		if r.Code != nil {
+			if turn.Status != pipeline.StatusError || !strings.Contains(turn.Error, "Too Many Requests") || len(turn.Chunks) != 0 {
+				t.Errorf("%d: %+v", i, turn)
+			}
+			continue
+		}
+		first, last := turn.Chunks[0].At, turn.Chunks[len(turn.Chunks)-1].At
+		if len(turn.Chunks) != r.Tokens || math.Abs(first.Seconds()-r.TTFT) > 1e-9 || math.Abs(last.Seconds()-r.ITL*float64(r.Tokens)) > 1e-9 {
+			t.Errorf("%d: %d chunks from %v to %v; want %d from %v s to %v s", i, len(turn.Chunks), first, last, r.Tokens, r.TTFT, r.ITL*float64(r.Tokens))
+		}
+	}
+	f := figures(t, "testdata/llmperf/basic/example-voice-8b_550_80_individual_responses.json")[0]
+	if !strings.Contains(strings.Join(f.Notes, " "), "no ITL tail") || f.Requests != 8 {
+		t.Errorf("llmperf figures: %+v", f)
+	}
+
+	turns, _ = readToolFile(t, "testdata/guidellm/basic/benchmarks.json")
+	byID := map[string]*pipeline.Turn{}
+	for _, turn := range turns {
+		byID[turn.ID] = turn
+	}
+	if got := byID["req-7"]; got.Status != pipeline.StatusError || got.Error != "HTTP 500: Internal Server Error" {
+		t.Errorf("errored request: %+v", got)
+	}
+	if got := byID["req-8"]; got.Status != pipeline.StatusCancelled {
+		t.Errorf("incomplete request: %+v", got)
+	}
+	if tm, _ := byID["req-2"].Timing(); tm.TTFST <= tm.TTFT || !byID["req-2"].Chunks[0].Reasoning {
+		t.Errorf("req-2 thinks for 50 ms first: TTFT %v, first spoken %v", tm.TTFT, tm.TTFST)
+	}
+	g := figures(t, "testdata/guidellm/basic/benchmarks.json")[0]
+	if g.Checked != 65 || len(g.Mismatches) != 0 || !strings.Contains(strings.Join(g.Notes, " "), "ITL tail is not measured") {
+		t.Errorf("guidellm figures: checked %d, mismatches %v, notes %q", g.Checked, g.Mismatches, g.Notes)
+	}
+}
+
+// TestLLMPerfGuideLLMBadInput: what cannot be read names the request and
+// the field.
+func TestLLMPerfGuideLLMBadInput(t *testing.T) {
+	t.Parallel()
+	llm := fixture(t, "testdata/llmperf/basic/example-voice-8b_550_80_individual_responses.json")
+	guide := fixture(t, "testdata/guidellm/basic/benchmarks.json")
+	cases := []struct {
+		name, format, input string
+		want                []string
+	}{
+		{"llmperf not an array", "llmperf", `{"ttft_s": 1}`, []string{"in:1", "want llmperf's individual responses"}},
+		{"llmperf empty", "llmperf", `[]`, []string{"no responses"}},
+		{"llmperf negative ttft", "llmperf", strings.Replace(llm, `"ttft_s": 0.`, `"ttft_s": -0.`, 1), []string{"[0].ttft_s", "out of range"}},
+		{"llmperf tokens past the limit", "llmperf", strings.Replace(llm, `"number_output_tokens": `, `"number_output_tokens": 9000000`, 1), []string{"[0].number_output_tokens", "want a count from 0 to 262144"}},
+		{"llmperf cut", "llmperf", llm[:len(llm)/2], []string{"cut off"}},
+		{"guidellm no benchmarks", "guidellm", `{"metadata": {}}`, []string{`no "benchmarks"`}},
+		{"guidellm time backwards", "guidellm", strings.Replace(guide, `"last_token_iteration": 1764670000.`, `"last_token_iteration": 1764660000.`, 1),
+			[]string{"benchmarks[0].requests.successful[0]", "last_token_iteration", "want 0 to"}},
+		{"guidellm tokens past the limit", "guidellm", strings.Replace(guide, `"output_tokens": `, `"output_tokens": 9000000`, 1), []string{"benchmarks[0].requests.successful[0]", "output_tokens 9000000"}},
+		{"guidellm bad status object", "guidellm", strings.Replace(guide, `"requests": {`, `"requests": {5: `, 1), []string{"benchmarks[0].requests", "want a status"}},
+		{"guidellm cut", "guidellm", guide[:len(guide)/2], []string{"cut off"}},
+	}
+	for _, tc := range cases {
+		_, err := drain([]byte(tc.input), tc.format)
+		if !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: error %v", tc.name, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, w)
+			}
+		}
+	}
 }

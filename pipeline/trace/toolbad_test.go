@@ -289,6 +289,12 @@ func FuzzSGLangReader(f *testing.F) { fuzzTool(f, "sglang", "testdata/sglang/bas
 func FuzzAIPerfReader(f *testing.F) {
 	fuzzTool(f, "aiperf", "testdata/aiperf/basic/profile_export.jsonl")
 }
+func FuzzLLMPerfReader(f *testing.F) {
+	fuzzTool(f, "llmperf", "testdata/llmperf/basic/example-voice-8b_550_80_individual_responses.json")
+}
+func FuzzGuideLLMReader(f *testing.F) {
+	fuzzTool(f, "guidellm", "testdata/guidellm/basic/benchmarks.json")
+}
 func FuzzGenAIPerfReader(f *testing.F) {
 	fuzzTool(f, "genai-perf", "testdata/genaiperf/basic/profile_export.json")
 }

@@ -53,6 +53,8 @@ var toolFixtures = []struct {
 	{"sglang", "testdata/sglang/basic/result.jsonl", ToolSGLang},
 	{"aiperf", "testdata/aiperf/basic/profile_export.jsonl", ToolAIPerf},
 	{"genai-perf", "testdata/genaiperf/basic/profile_export.json", ToolGenAIPerf},
+	{"llmperf", "testdata/llmperf/basic/example-voice-8b_550_80_individual_responses.json", ToolLLMPerf},
+	{"guidellm", "testdata/guidellm/basic/benchmarks.json", ToolGuideLLM},
 }
 
 // summaryFixtures are the summary-only files, one per tool that writes
@@ -63,6 +65,7 @@ var summaryFixtures = []struct {
 }{
 	{"aiperf-summary", "testdata/aiperf/basic/profile_export_aiperf.json", ToolAIPerf},
 	{"genai-perf-summary", "testdata/genaiperf/basic/profile_export_genai_perf.json", ToolGenAIPerf},
+	{"llmperf-summary", "testdata/llmperf/basic/example-voice-8b_550_80_summary.json", ToolLLMPerf},
 }
 
 // TestToolFixturesGolden reads each fixture (its format told from the

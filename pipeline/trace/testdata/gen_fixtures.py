@@ -159,6 +159,141 @@ def aiperf_summary():
         json.dump(out, f, indent=2)
 
 
+def llmperf():
+    """token_benchmark_ray.py's two files: the individual responses (the
+    client's ttft, end-to-end latency and sum of chunk gaps, which the
+    benchmark divides by the tokenizer's count of output tokens) and the
+    summary of the requests without an error_code (metrics_summary: pandas
+    quantiles, mean, min, max and std, which divides by n - 1: numpy with
+    ddof=1 here), flattened with "_"."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(9):
+        ttft = 0.2 + rng.random() * 0.3
+        n = rng.randrange(40, 120)
+        last = ttft + n * (0.02 + rng.random() * 0.01)
+        e2e = last + 0.002 + rng.random() * 0.003
+        row = {"error_code": None, "error_msg": "", "inter_token_latency_s": last / n, "ttft_s": ttft,
+               "end_to_end_latency_s": e2e, "request_output_throughput_token_per_s": n / e2e,
+               "number_total_tokens": 550 + n, "number_output_tokens": n, "number_input_tokens": 550}
+        if i == 4:
+            row.update({"error_code": 429, "error_msg": "Too Many Requests", "inter_token_latency_s": 0,
+                        "ttft_s": 0, "number_output_tokens": 0, "number_total_tokens": 550})
+        rows.append(row)
+    name = "testdata/llmperf/basic/example-voice-8b_550_80"
+    with open(name + "_individual_responses.json", "w") as f:
+        json.dump(rows, f, indent=4)
+    ok = [r for r in rows if r["error_code"] is None]
+    results = {}
+    for key in ["inter_token_latency_s", "ttft_s", "end_to_end_latency_s", "request_output_throughput_token_per_s",
+                "number_input_tokens", "number_output_tokens"]:
+        a = np.array([r[key] for r in ok], dtype=float)
+        q = {f"p{int(p * 100)}": float(np.quantile(a, p)) for p in [0.25, 0.5, 0.75, 0.9, 0.95, 0.99]}
+        results[key] = {"quantiles": q, "mean": float(np.mean(a)), "min": float(np.min(a)),
+                        "max": float(np.max(a)), "stddev": float(np.std(a, ddof=1))}
+    results.update({"num_requests_started": len(rows), "error_rate": 1 / len(rows), "number_errors": 1,
+                    "error_code_frequency": "{429: 1}", "mean_output_throughput_token_per_s": 300.0,
+                    "num_completed_requests": len(ok), "num_completed_requests_per_min": 60.0})
+    summary = {"version": "2023-08-31", "name": "example-voice-8b_550_80_summary", "model": "example/voice-8b",
+               "mean_input_tokens": 550, "stddev_input_tokens": 0, "mean_output_tokens": 80,
+               "stddev_output_tokens": 10, "num_concurrent_requests": 2, "additional_sampling_params": {},
+               "results": results, "timestamp": 1764669600}
+
+    def flatten(d, parent=""):
+        out = {}
+        for k, v in d.items():
+            key = f"{parent}_{k}" if parent else k
+            out.update(flatten(v, key) if isinstance(v, dict) else {key: v})
+        return out
+    with open(name + "_summary.json", "w") as f:
+        json.dump(flatten(summary), f, indent=4)
+
+
+def guidellm():
+    """GuideLLM's benchmarks.json (report version 2): requests by status
+    with their timings and GuideLLM's computed per-request figures, and
+    the metrics GuideLLM derives from them: DistributionSummary.from_values
+    (equal values merged, zero weights dropped, probability by weight,
+    weighted mean and variance, percentiles by np.searchsorted on the
+    cumulative probability), TTFT and latency weighted 1, inter-token
+    latency by output_tokens - 1, time per output token by output_tokens."""
+    rng = random.Random(11)
+    t0 = 1764670000.0
+
+    def request(i, status):
+        start = t0 + i * 0.5 + rng.random() * 0.01
+        first = start + 0.1 + rng.random() * 0.2
+        iters = rng.randrange(5, 30)
+        tokens = iters + rng.randrange(0, 4)  # an iteration may bring several
+        last = first + (iters - 1) * (0.02 + rng.random() * 0.01)
+        end = last + 0.003
+        words = " ".join(["word"] * (tokens // 2))
+        timings = {"targeted_start": start - 0.001, "queued": start - 0.001, "dequeued": start - 0.0005,
+                   "resolve_start": start - 0.0001, "request_start": start, "first_request_iteration": first,
+                   "first_token_iteration": first, "first_output_token_iteration": first + (0.05 if i == 2 else 0),
+                   "last_token_iteration": last, "last_request_iteration": last, "request_iterations": iters,
+                   "token_iterations": iters, "request_end": end, "resolve_end": end + 0.0001, "finalized": end + 0.001}
+        r = {"type_": "generative_request_stats", "request_id": f"req-{i}", "response_id": f"resp-{i}",
+             "output": words, "info": {"timings": timings, "error": None},
+             "input_metrics": {"text_words": 40, "total_tokens": 64},
+             "output_metrics": {"text_words": tokens // 2, "total_tokens": tokens},
+             "request_start_time": start, "request_end_time": end, "request_latency": end - start,
+             "prompt_tokens": 64, "output_tokens": tokens, "total_tokens": 64 + tokens,
+             "time_to_first_token_ms": 1000 * (first - start),
+             "time_per_output_token_ms": 1000 * (last - start) / tokens,
+             "inter_token_latency_ms": 1000 * (last - first) / (tokens - 1)}
+        if status == "errored":
+            r["info"]["error"] = "HTTP 500: Internal Server Error"
+        return r
+
+    ok = [request(i, "successful") for i in range(7)]
+    errored = [request(7, "errored")]
+    incomplete = [request(8, "incomplete")]
+
+    def dist(pairs):
+        values = np.array([v for v, _ in pairs], dtype=float)
+        weights = np.array([w for _, w in pairs], dtype=float)
+        count = round(np.sum(weights).item())
+        order = np.argsort(values)
+        uv, inv = np.unique(values[order], return_inverse=True)
+        cw = np.zeros_like(uv)
+        np.add.at(cw, inv, weights[order])
+        keep = cw > 0
+        uv, cw = uv[keep], cw[keep]
+        probs = cw / np.sum(cw)
+        cdf = np.cumsum(probs)
+        pct = {k: float(uv[np.searchsorted(cdf, q, side="left")]) for k, q in
+               {"p001": 0.001, "p01": 0.01, "p05": 0.05, "p10": 0.1, "p25": 0.25, "p50": 0.5, "p75": 0.75,
+                "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}.items()}
+        mean = float(np.sum(uv * probs))
+        var = float(np.sum((uv - mean) ** 2 * probs))
+        return {"mean": mean, "median": pct["p50"], "mode": float(uv[np.argmax(probs)]), "variance": var,
+                "std_dev": var ** 0.5, "min": float(uv[0]), "max": float(uv[-1]), "count": count,
+                "total_sum": mean * count, "percentiles": pct, "pdf": None}
+
+    def status_dist(f):
+        return {"successful": dist([f(r) for r in ok]), "incomplete": dist([f(r) for r in incomplete]),
+                "errored": dist([f(r) for r in errored]), "total": dist([f(r) for r in ok + incomplete + errored])}
+
+    metrics = {
+        "request_latency": status_dist(lambda r: (r["request_latency"], 1)),
+        "time_to_first_token_ms": status_dist(lambda r: (r["time_to_first_token_ms"], 1)),
+        "time_per_output_token_ms": status_dist(lambda r: (r["time_per_output_token_ms"], r["output_tokens"])),
+        "inter_token_latency_ms": status_dist(lambda r: (r["inter_token_latency_ms"], r["output_tokens"] - 1)),
+        "output_token_count": status_dist(lambda r: (r["output_tokens"], 1)),
+    }
+    bench = {"type_": "generative_benchmark", "id_": "bench-1", "config": {"profile": {"type_": "concurrent", "streams": [2]}},
+             "scheduler_state": {}, "scheduler_metrics": {"measure_start_time": t0, "measure_end_time": t0 + 5},
+             "metrics": metrics, "requests": {"successful": ok, "incomplete": incomplete, "errored": errored, "total": None},
+             "start_time": t0, "end_time": t0 + 5, "duration": 5.0}
+    report = {"metadata": {"version": 2, "guidellm_version": "0.5.0", "python_version": "3.11.7", "platform": "linux"},
+              "config": {"target": "http://localhost:8000"}, "benchmarks": [bench]}
+    with open("testdata/guidellm/basic/benchmarks.json", "w") as f:
+        json.dump(report, f, indent=2)
+
+
 vllm_tight()
 vllm_2024()
 aiperf_summary()
+llmperf()
+guidellm()
