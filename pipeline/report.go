@@ -87,6 +87,7 @@ type Report struct {
 	TurnsOK                int               `json:"turns_ok"`
 	TurnsFailed            int               `json:"turns_failed"`
 	TurnsSilent            int               `json:"turns_silent"`
+	TurnsNotSpeech         int               `json:"turns_not_speech"` // text no voice could read, spoken per token (NotSpeech)
 	TTFT                   Summary           `json:"ttft_ms"`
 	TTFST                  Summary           `json:"ttfst_ms"`
 	TPOT                   Summary           `json:"tpot_ms"`
@@ -130,6 +131,7 @@ type Report struct {
 	closed                       bool
 	scratch                      *Playout // for the MaxTPOT inversion
 	goodputElsewhere             bool
+	textless                     int // tokens spoken without text
 }
 
 // ConfigReport records the engine settings a report was made with.
@@ -311,7 +313,14 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			r.itl.AddDuration(t.Chunks[i].At - t.Chunks[i-1].At)
 		}
 	}
-	if !has || !tm.HasSpeech {
+	for _, c := range t.Chunks {
+		if c.Textless && !c.Reasoning {
+			r.textless += c.TokenCount()
+		}
+	}
+	// a turn without speech: nothing spoken, or text that makes no audio
+	// (only spaces and punctuation)
+	if !has || !tm.HasSpeech || p != nil && p.Speech() == 0 {
 		r.TurnsSilent++
 	}
 	interrupted := false
@@ -483,6 +492,10 @@ func (r *Report) MergeGoodput(g *Goodput) {
 	}
 }
 
+// NoteSpokenPerToken counts a turn whose text could not be speech and
+// that was spoken per token instead (SpeakPerToken), before Add.
+func (r *Report) NoteSpokenPerToken() { r.TurnsNotSpeech++ }
+
 // VerdictNone is the verdict's result when there is nothing to judge: the
 // input held benchmark summaries and no turns. It is neither a pass nor a
 // failure (exit status 0).
@@ -554,8 +567,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		} else {
 			synth += " per chunk"
 		}
-		fmt.Fprintf(&b, "speech: %s chunking, %.0f wpm (%.0f ms per text-less token), %s, RTF %.2g, pre-roll %s, interruption >= %s\n",
-			c.Chunking, c.WPM, c.TokenAudioMs, synth, c.RTF, fmtMs(c.PrerollMs), fmtMs(c.InterruptionMs))
+		perToken := ""
+		if r.textless > 0 { // only where some token had no text
+			perToken = fmt.Sprintf(" (%.0f ms per text-less token)", c.TokenAudioMs)
+		}
+		fmt.Fprintf(&b, "speech: %s chunking, %.0f wpm%s, %s, RTF %.2g, pre-roll %s, interruption >= %s\n",
+			c.Chunking, c.WPM, perToken, synth, c.RTF, fmtMs(c.PrerollMs), fmtMs(c.InterruptionMs))
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -602,15 +619,26 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	if r.TurnsNotSpeech > 0 {
+		tokenMs := 0.0
+		if r.Config != nil {
+			tokenMs = r.Config.TokenAudioMs
+		}
+		fmt.Fprintf(&b, "note: the text of %s is not speech (fewer than one word per %d tokens, as random benchmark data): spoken per token, %.0f ms each\n",
+			plural(r.TurnsNotSpeech, "turn"), TokensPerWordNotSpeech, tokenMs)
+	}
 	fmt.Fprintf(&b, "speech goodput: %.1f%% of turns with no interruption\n", 100*r.SpeechGoodput)
 	if g := r.RequestGoodput; g != nil {
 		fmt.Fprintf(&b, "request goodput, counted as vLLM does: %s\n", g)
 	}
 	fmt.Fprintf(&b, "smallest pre-roll with no underrun: %.0f ms\n", r.MinPrerollMs)
 	if r.MaxSafeTPOTMs != nil {
-		if *r.MaxSafeTPOTMs > 0 {
+		switch {
+		case *r.MaxSafeTPOTMs >= Millis(MaxTPOTLimit):
+			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): at least %s, the most the search tries (SLO %s)\n", MaxTPOTLimit, fmtMs(r.TPOTSLOMs))
+		case *r.MaxSafeTPOTMs > 0:
 			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): %.1f ms (SLO %s)\n", *r.MaxSafeTPOTMs, fmtMs(r.TPOTSLOMs))
-		} else {
+		default:
 			b.WriteString("largest constant TPOT with no interruption: none; the TTS interrupts even with instant tokens\n")
 		}
 	}

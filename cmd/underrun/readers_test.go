@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,5 +204,58 @@ func TestAnalyzeLLMPerfGuideLLM(t *testing.T) {
 				t.Errorf("%s: output does not say %q:\n%s", tc.file, w, stdout)
 			}
 		}
+	}
+}
+
+// TestAnalyzeOutputThatIsNotSpeech: a vLLM file whose generated text is
+// random-dataset gibberish (256 tokens of 1,024 characters and no space)
+// is spoken per token, with a note, not as one word of a minute and more
+// after the stream ends; a turn whose text is only spaces and bars counts
+// among the turns without speech; a turn no TPOT can interrupt says "at
+// least 10s", not the search's cap in ms; and the header's per-token time
+// shows only where some token had no text.
+func TestAnalyzeOutputThatIsNotSpeech(t *testing.T) {
+	t.Parallel()
+	itls := "[" + strings.TrimSuffix(strings.Repeat("0.02, ", 255), ", ") + "]"
+	gibberish := strings.Repeat("xQz9", 256)
+	in := `{"tokenizer_id": "m", "ttfts": [0.1, 0.1, 0.1], "itls": [` + itls + `, [0.02, 0.02], []], "output_lens": [256, 3, 1],
+		"generated_texts": ["` + gibberish + `", "  |  |  |", "Hi."], "errors": ["", "", ""]}`
+	path := filepath.Join(t.TempDir(), "random.json")
+	if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stdout, stderr := runCLI(t, "", "analyze", "--per-turn", path)
+	for _, w := range []string{
+		"note: the text of 1 turn is not speech (fewer than one word per 20 tokens",
+		"(245 ms per text-less token)",
+		"3 turns (3 ok, 0 failed, 1 without speech)",
+	} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("output does not say %q; stderr %s\n%s", w, stderr, stdout)
+		}
+	}
+	if strings.Contains(stdout, "10000.0 ms") {
+		t.Errorf("the inversion's cap is printed as a figure:\n%s", stdout)
+	}
+	// spoken per token: about 256 x 245 ms, not one 1,024-letter word
+	_, stdout, _ = runCLI(t, "", "analyze", "-o", "json", "--per-turn", path)
+	var r struct {
+		TurnsNotSpeech int `json:"turns_not_speech"`
+		PerTurn        []struct {
+			SpeechMs float64 `json:"speech_ms"`
+		} `json:"per_turn"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TurnsNotSpeech != 1 || len(r.PerTurn) != 3 || r.PerTurn[0].SpeechMs < 60000 || r.PerTurn[0].SpeechMs > 66000 {
+		t.Errorf("turns not speech %d, per turn %+v", r.TurnsNotSpeech, r.PerTurn)
+	}
+
+	hi := filepath.Join(t.TempDir(), "hi.jsonl")
+	os.WriteFile(hi, []byte(`{"type":"chunk","turn":"a","t_ns":100000000,"text":"Hi."}`+"\n"), 0o644)
+	_, stdout, _ = runCLI(t, "", "analyze", hi)
+	if !strings.Contains(stdout, "at least 10s, the most the search tries") || strings.Contains(stdout, "per text-less token") {
+		t.Errorf("capped inversion or header:\n%s", stdout)
 	}
 }

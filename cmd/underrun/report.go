@@ -197,6 +197,11 @@ func (s *session) add(t *pipeline.Turn) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
+	if pipeline.NotSpeech(t) {
+		// text no voice could read (random benchmark data): per token
+		pipeline.SpeakPerToken(t)
+		s.report.NoteSpokenPerToken()
+	}
 	if err := s.playout.PlayTurn(t); err != nil {
 		return err
 	}
