@@ -29,6 +29,8 @@ func TestAnalyzeBadInputExitsTwo(t *testing.T) {
 			[]string{"--wav", "WAV", "--audio-engine", "synthetic"}, `stdin:1: chunk of turn "a" has tokens 1000000; want a count from 0 to 262144`},
 		{"a turn that speaks for hours, with --wav", `{"type":"chunk","turn":"a","t_ns":1,"tokens":200000}` + "\n",
 			[]string{"--wav", "WAV", "--audio-engine", "synthetic", "--chunking", "token"}, `--wav: turn "a" plays for`},
+		{"a million tokens, for mock --trace", `{"type":"chunk","turn":"a","t_ns":1,"tokens":1000000}` + "\n",
+			[]string{"MOCK"}, `chunk of turn "a" has tokens 1000000; want a count from 0 to 262144`},
 		{"t_ns past a year", `{"type":"chunk","turn":"a","t_ns":9223372036854775807,"text":"Hi"}` + "\n", nil, "t_ns 9223372036854775807; want a time from 0"},
 	}
 	for _, tc := range cases {
@@ -39,6 +41,10 @@ func TestAnalyzeBadInputExitsTwo(t *testing.T) {
 				if a == "WAV" {
 					args[i] = filepath.Join(t.TempDir(), "out.wav")
 				}
+			}
+			if len(tc.args) == 1 && tc.args[0] == "MOCK" {
+				// the mock reads the trace before it listens
+				args = []string{"mock", "--trace", "-", "--listen", "127.0.0.1:0"}
 			}
 			code, _, stderr := runCLI(t, tc.stdin, args...)
 			if code != exitUsage || !strings.Contains(stderr, tc.want) {
