@@ -110,11 +110,22 @@ func (c *convertCommand) convertFile(cmd *cobra.Command, w *trace.Writer, name, 
 	if err != nil {
 		return err
 	}
-	return in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
+	turns := 0
+	err = in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if err := t.Validate(); err != nil {
 			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
 		t.ID = prefix + t.ID
+		turns++
 		return w.WriteTurn(t)
 	})
+	if td, ok := dec.(trace.ToolDecoder); err == nil && turns == 0 && ok {
+		// a summary only: nothing to convert, and the way to get it
+		hint := "save the run with its per-request details"
+		if s := td.ToolSummaries(); len(s) > 0 && s[0].Hint != "" {
+			hint = s[0].Hint
+		}
+		return usagef("%s: %s's summary only, no requests to convert; %s", in.label, td.Tool().Title(), hint)
+	}
+	return err
 }

@@ -97,3 +97,13 @@ func TestAnalyzeReportsToolMismatch(t *testing.T) {
 		t.Errorf("stdout:\n%s\nstderr %s", stdout, stderr)
 	}
 }
+
+// TestConvertSummaryOnly: a file that holds a tool's summary and no
+// requests has nothing to convert: exit 2, saying how to save the details.
+func TestConvertSummaryOnly(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, `{"tokenizer_id": "m", "completed": 10, "mean_ttft_ms": 120.5}`, "convert")
+	if code != exitUsage || !strings.Contains(stderr, "vLLM's summary only, no requests to convert; run vllm bench serve with --save-result --save-detailed") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
