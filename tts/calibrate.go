@@ -79,28 +79,38 @@ func Calibrate(ctx context.Context, engine Engine, texts []string, runs int) (Ca
 		}
 		cal.Durations = append(cal.Durations, time.Duration(audio[i]*float64(time.Second)))
 	}
-	v, err := FitVoice(texts, cal.Durations)
-	if err != nil {
-		return Calibration{}, err
-	}
-	v.Name = engine.Name()
 	ttfa, rtf := fitLine(audio, wall)
 	// the engine was driven a synthesis per text, one after another: a
 	// request per chunk
 	synth := Synth{Mode: ModeRequest, TTFA: time.Duration(ttfa * float64(time.Second)).Round(time.Microsecond), RTF: math.Round(rtf*1e4) / 1e4}
+	var err error
+	if cal.Profile, err = FitProfile(engine.Name(), texts, cal.Durations, synth); err != nil {
+		return Calibration{}, err
+	}
+	return cal, nil
+}
+
+// FitProfile fits a Voice to an engine's durations of texts (FitVoice)
+// and returns the profile of engine with it and synth, with the quality
+// of the fit.
+func FitProfile(engine string, texts []string, durations []time.Duration, synth Synth) (Profile, error) {
+	v, err := FitVoice(texts, durations)
+	if err != nil {
+		return Profile{}, err
+	}
+	v.Name = engine
 	q := &FitQuality{Texts: len(texts)}
 	for i, text := range texts {
-		est := v.Duration(text).Seconds()
-		e := math.Abs(est-audio[i]) / audio[i]
+		est, got := v.Duration(text).Seconds(), durations[i].Seconds()
+		e := math.Abs(est-got) / got
 		q.MeanError += e / float64(len(texts))
 		q.MaxError = math.Max(q.MaxError, e)
-		q.Seconds += audio[i]
+		q.Seconds += got
 	}
 	q.MeanError = math.Round(q.MeanError*1e4) / 1e4
 	q.MaxError = math.Round(q.MaxError*1e4) / 1e4
 	q.Seconds = math.Round(q.Seconds*1e3) / 1e3
-	cal.Profile = Profile{Format: ProfileFormat, Version: ProfileVersion, Engine: engine.Name(), Voice: v, Synth: &synth, Fit: q}
-	return cal, nil
+	return Profile{Format: ProfileFormat, Version: ProfileVersion, Engine: engine, Voice: v, Synth: &synth, Fit: q}, nil
 }
 
 // ErrFit reports durations a voice cannot be fitted to.

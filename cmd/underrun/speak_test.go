@@ -331,3 +331,43 @@ func TestMockTTSCommand(t *testing.T) {
 		t.Errorf("first audio after %v at %d Hz, want at least 150ms at %d Hz", got, p.Rate, openai.DefaultSpeechRate)
 	}
 }
+
+// voice calibrate --tts-url fits the mock's espeak-ng over HTTP: its rate
+// as --engine espeak-ng fits it, and at least the latency the mock adds.
+func TestVoiceCalibrateSpeechAPI(t *testing.T) {
+	t.Parallel()
+	e := streamtest.Espeak(t, 0)
+	srv := httptest.NewServer(&openai.Mock{Speech: e, SpeechLatency: 100 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	api, local := filepath.Join(dir, "api.yaml"), filepath.Join(dir, "local.yaml")
+	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--tts-url", srv.URL, "--tts-format", "wav", "--runs", "1", "--pause", "1ms", "-o", api); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--engine", "espeak-ng", "--runs", "1", "-o", local); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	read := func(path string) tts.Profile {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		p, err := tts.ReadProfile(f, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, l := read(api), read(local)
+	if a.Synth == nil || a.Synth.Mode != tts.ModeRequest || a.Synth.TTFA < 100*time.Millisecond || a.Synth.Continuation < 100*time.Millisecond {
+		t.Errorf("speech API profile synth %+v, want request mode with the mock's 100 ms in both latencies", a.Synth)
+	}
+	// the same espeak-ng speaks the same texts: the same audio, the same fit
+	if a.Voice.WPM != l.Voice.WPM || a.Voice.SentencePause != l.Voice.SentencePause {
+		t.Errorf("voice over HTTP %+v, espeak-ng's own %+v", a.Voice, l.Voice)
+	}
+	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--tts-url", srv.URL, "--speed", "200"); code != exitUsage || !strings.Contains(errOut, "espeak-ng") {
+		t.Errorf("--speed with --tts-url: exit %d, %s", code, errOut)
+	}
+}

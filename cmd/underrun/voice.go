@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/stream"
 )
 
 func init() { commands = append(commands, newVoiceCommand) }
@@ -22,6 +26,15 @@ and sentence ends. It also times each synthesis and fits the time to first
 audio (the fixed cost of a synthesis: for espeak-ng, starting the process) and
 the real-time factor (synthesis time per second of audio).
 
+With --tts-url it measures an OpenAI-compatible /v1/audio/speech server
+instead (OpenAI, Kokoro-FastAPI, LocalAI, underrun mock --tts), as underrun
+speak drives it, a request per text with its streamed audio read as it
+arrives: the texts go in turns of --turn-texts back to back, after --pause of
+quiet; the time to first audio is the median latency of each turn's first
+request, the continuation latency that of the others, and the real-time
+factor how long the rest of the audio took to arrive after its first, per
+second of it. The profile's timing mode is request.
+
 The profile (YAML) goes to -o FILE, or to standard output; the summary goes
 to standard error.
 
@@ -29,7 +42,9 @@ Exit codes: 0 written; 2 bad usage, or the engine is missing or failed.`
 
 const voiceCalibrateExample = `  underrun voice calibrate --engine espeak-ng -o espeak.yaml
   underrun analyze --voice espeak.yaml trace.jsonl
-  underrun voice calibrate --engine espeak-ng --espeak-voice en-us --speed 190 -o fast.yaml`
+  underrun voice calibrate --engine espeak-ng --espeak-voice en-us --speed 190 -o fast.yaml
+  underrun voice calibrate --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart -o kokoro.yaml
+  underrun speak --voice kokoro.yaml --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart`
 
 func newVoiceCommand(e *env) *cobra.Command {
 	voice := &cobra.Command{
@@ -53,6 +68,11 @@ type voiceCalibrateCommand struct {
 	runs        int
 	espeakVoice string
 	speed       int
+
+	ttsURL, ttsModel, ttsVoice, ttsFormat, ttsKeyEnv string
+	ttsRate                                          int
+	turnTexts                                        int
+	pause                                            time.Duration
 }
 
 func newVoiceCalibrateCommand(e *env) *cobra.Command {
@@ -71,10 +91,21 @@ func newVoiceCalibrateCommand(e *env) *cobra.Command {
 	fs.IntVar(&c.runs, "runs", 2, "synthesize each text `N` times and keep the fastest (steadier latency figures)")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us (default: its own)")
 	fs.IntVar(&c.speed, "speed", 0, "espeak-ng rate (-s) in words per minute (default: its own, 175)")
+	fs.StringVar(&c.ttsURL, "tts-url", "", "measure this OpenAI-compatible /v1/audio/speech server instead of --engine")
+	fs.StringVar(&c.ttsModel, "tts-model", openai.DefaultSpeechModel, "model of --tts-url")
+	fs.StringVar(&c.ttsVoice, "tts-voice", openai.DefaultSpeechVoice, "voice of --tts-url")
+	fs.StringVar(&c.ttsFormat, "tts-format", openai.DefaultSpeechFormat, "response_format of --tts-url: pcm or wav")
+	fs.IntVar(&c.ttsRate, "tts-rate", openai.DefaultSpeechRate, "sample rate of --tts-format pcm")
+	fs.StringVar(&c.ttsKeyEnv, "tts-api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --tts-url")
+	fs.IntVar(&c.turnTexts, "turn-texts", stream.DefaultTurnTexts, "with --tts-url: texts sent back to back as one turn (the first pays the first-audio latency, the others the continuation)")
+	fs.DurationVar(&c.pause, "pause", stream.DefaultTurnPause, "with --tts-url: idle time before each turn")
 	return cmd
 }
 
 func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
+	if c.ttsURL != "" {
+		return c.runSpeechAPI(cmd)
+	}
 	if c.engine != tts.EngineEspeak {
 		return usagef("--engine: can calibrate %s, got %q", tts.EngineEspeak, c.engine)
 	}
@@ -93,15 +124,54 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
-	p := cal.Profile
+	return c.write(cal.Profile, nil)
+}
+
+// runSpeechAPI calibrates a /v1/audio/speech server.
+func (c *voiceCalibrateCommand) runSpeechAPI(cmd *cobra.Command) error {
+	fs := cmd.Flags()
+	switch {
+	case fs.Changed("engine") || c.espeakVoice != "" || c.speed != 0:
+		return usagef("--engine, --espeak-voice and --speed are for espeak-ng: drop them with --tts-url")
+	case c.runs < 1 || c.turnTexts < 1:
+		return usagef("--runs and --turn-texts must be at least 1")
+	case c.pause < 0 || c.ttsRate <= 0:
+		return usagef("--pause must not be negative and --tts-rate must be positive")
+	}
+	if _, err := openai.SpeechEndpoint(c.ttsURL); err != nil {
+		return usagef("--tts-url: %w", err)
+	}
+	key := os.Getenv(c.ttsKeyEnv)
+	if key == "" && fs.Changed("tts-api-key-env") {
+		return usagef("--tts-api-key-env: the environment variable %s is not set", c.ttsKeyEnv)
+	}
+	s := &openai.Speech{BaseURL: c.ttsURL, APIKey: key, Model: c.ttsModel, Voice: c.ttsVoice, Format: c.ttsFormat, Rate: c.ttsRate}
+	if _, err := s.Body("probe"); err != nil {
+		return usagef("--tts-format: %w", err)
+	}
+	cal, measures, err := stream.Calibrate(cmd.Context(), s, tts.CalibrationTexts, stream.CalibrateOptions{Runs: c.runs, TurnTexts: c.turnTexts, Pause: c.pause})
+	if err != nil {
+		return usageError{err}
+	}
+	return c.write(cal.Profile, measures)
+}
+
+// write prints the profile's summary and writes it.
+func (c *voiceCalibrateCommand) write(p tts.Profile, measures []stream.Measure) error {
 	w := c.env.stderr
 	fmt.Fprintf(w, "calibrated %s on %d texts (%.1f s of speech):\n", p.Engine, p.Fit.Texts, p.Fit.Seconds)
 	fmt.Fprintf(w, "  rate            %7.1f words per minute (pauses excluded)\n", p.Voice.WPM)
 	fmt.Fprintf(w, "  word onset      %7.2f of a word's time\n", p.Voice.WordOnset)
 	fmt.Fprintf(w, "  comma pause     %7.0f ms\n", pipeline.Millis(p.Voice.CommaPause))
 	fmt.Fprintf(w, "  sentence pause  %7.0f ms\n", pipeline.Millis(p.Voice.SentencePause))
-	fmt.Fprintf(w, "  first audio     %7.1f ms per synthesis\n", pipeline.Millis(p.Synth.TTFA))
-	fmt.Fprintf(w, "  real-time factor %6.4f\n", p.Synth.RTF)
+	if measures != nil {
+		fmt.Fprintf(w, "  first audio     %7.1f ms (median of each turn's first request)\n", pipeline.Millis(p.Synth.TTFA))
+		fmt.Fprintf(w, "  continuation    %7.1f ms (median of the requests after it, back to back)\n", pipeline.Millis(p.Synth.Continuation))
+		fmt.Fprintf(w, "  real-time factor %6.4f (the rest of the audio, after its first, per second of it)\n", p.Synth.RTF)
+	} else {
+		fmt.Fprintf(w, "  first audio     %7.1f ms per synthesis\n", pipeline.Millis(p.Synth.TTFA))
+		fmt.Fprintf(w, "  real-time factor %6.4f\n", p.Synth.RTF)
+	}
 	fmt.Fprintf(w, "  fit error       %6.1f%% mean, %.1f%% worst text\n", 100*p.Fit.MeanError, 100*p.Fit.MaxError)
 	if c.out == "" {
 		return p.WriteYAML(c.env.stdout)
