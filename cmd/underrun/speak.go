@@ -104,6 +104,7 @@ type speakCommand struct {
 	// player and outputs
 	wavOut, record string
 	play, force    bool
+	playBuffer     time.Duration
 	tolerance      time.Duration
 	check          bool
 	warn, pause    time.Duration
@@ -148,6 +149,7 @@ func newSpeakCommand(e *env) *cobra.Command {
 
 	fs.StringVar(&c.wavOut, "wav-out", "", "write what the player played, silence included, to `FILE` (WAV) as it plays")
 	fs.BoolVar(&c.play, "play", false, "play through the sound card (builds with -tags speaker) instead of the clock-paced sink")
+	fs.DurationVar(&c.playBuffer, "play-buffer", speakerBuffer, "with --play: the sound card's buffer (short: it asks for audio often, so a gap ends where it falls; long: a busy machine does not make it run dry)")
 	fs.StringVar(&c.record, "record", "", "record the tokens, the synthesizer's measured timings and what was heard to `FILE` (a native trace)")
 	bindForce(fs, &c.force)
 	fs.DurationVar(&c.tolerance, "tolerance", speak.DefaultTolerance, "a heard gap and a predicted one are the same when their starts and lengths differ by at most this")
@@ -194,6 +196,8 @@ func (c *speakCommand) validate(args []string) error {
 		return usagef("--warn and --pause must not be negative")
 	case c.period <= 0 || c.period > time.Second:
 		return usagef("--period: want a duration above 0 and up to 1s, got %v", c.period)
+	case c.playBuffer < time.Millisecond || c.playBuffer > time.Second:
+		return usagef("--play-buffer: want 1ms to 1s, got %v", c.playBuffer)
 	case c.play && openSpeaker == nil:
 		return usagef("--play: this build has no sound card support; build with: go build -tags speaker ./cmd/underrun")
 	case c.ttsURL == "" && c.cmd.Flags().Changed("tts-model"), c.ttsURL == "" && c.cmd.Flags().Changed("tts-voice"),
@@ -407,11 +411,19 @@ func (r *speakRun) open() (err error) {
 	}
 	r.drained = make(chan struct{})
 	if c.play {
-		stop, err := openSpeaker(r.rate, speakerBuffer, playerStreamer{r.player})
+		stop, err := openSpeaker(r.rate, c.playBuffer, playerStreamer{r.player})
 		if err != nil {
 			return fmt.Errorf("--play: %w", err)
 		}
 		r.stop = func() { r.player.Close(); stop(); close(r.drained) }
+		// a card can take a moment before it plays steadily: the first
+		// turn begins once it has taken speakerWarmup of (silent) audio
+		ctx, cancel := context.WithTimeout(context.Background(), speakerReady)
+		err = r.player.WaitDrained(ctx, int64(speakerWarmup.Seconds()*float64(r.rate)))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--play: the sound card took no audio for %v: %w", speakerReady, err)
+		}
 	} else {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
@@ -434,7 +446,13 @@ func (r *speakRun) open() (err error) {
 
 // speakerBuffer is the sound card's buffer for speak --play: short, so that
 // the card asks for audio often and a gap's end is heard where it falls.
-const speakerBuffer = 10 * time.Millisecond
+// speakerWarmup is how much silence the card must have taken before the
+// first turn begins, within speakerReady.
+const (
+	speakerBuffer = 10 * time.Millisecond
+	speakerWarmup = 200 * time.Millisecond
+	speakerReady  = 5 * time.Second
+)
 
 // playerStreamer plays a Player through beep's speaker.
 type playerStreamer struct{ p *player.Player }

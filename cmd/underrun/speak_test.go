@@ -14,6 +14,7 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/player"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
@@ -38,28 +39,68 @@ type speakJSON struct {
 	} `json:"comparison"`
 }
 
-// silentRuns returns the runs of silence in samples, at least min long:
-// [start, end) sample pairs. A sample is silent when its magnitude is at
-// most one 16-bit step.
-func silentRuns(s []float32, min int) [][2]int {
-	const quiet = 1.0 / 32768
+// detector says what silence is: at most quiet in magnitude, for at least
+// min samples, across sounds of at most blip samples (a conversion can
+// lift a silent sample over quiet); and which silence is inserted: at
+// least noise longer than the silence at the same place in the reference.
+type detector struct {
+	quiet float64
+	min   int
+	blip  int
+	noise time.Duration
+}
+
+func (d detector) silent(v float32) bool { return math.Abs(float64(v)) <= d.quiet }
+
+// silentFrom returns how long s is silent from sample i, a blip at the
+// start or inside aside; 0 when it is not.
+func (d detector) silentFrom(s []float32, i int) int {
+	j := i
+	for n := 0; j < len(s) && !d.silent(s[j]) && n < d.blip; n++ {
+		j++
+	}
+	if j >= len(s) || !d.silent(s[j]) {
+		return 0
+	}
+	for j < len(s) {
+		if d.silent(s[j]) {
+			j++
+			continue
+		}
+		k := j
+		for k < len(s) && !d.silent(s[k]) && k-j <= d.blip {
+			k++
+		}
+		if k-j > d.blip || k >= len(s) {
+			break
+		}
+		j = k
+	}
+	return j - i
+}
+
+// silentRuns returns the runs of silence in s, at least d.min long, as
+// [start, end) sample pairs.
+func (d detector) silentRuns(s []float32) [][2]int {
 	var runs [][2]int
 	for i := 0; i < len(s); {
-		if math.Abs(float64(s[i])) > quiet {
+		if !d.silent(s[i]) {
 			i++
 			continue
 		}
-		j := i
-		for j < len(s) && math.Abs(float64(s[j])) <= quiet {
-			j++
+		n := d.silentFrom(s, i)
+		if n >= d.min {
+			runs = append(runs, [2]int{i, i + n})
 		}
-		if j-i >= min {
-			runs = append(runs, [2]int{i, j})
-		}
-		i = j
+		i += max(n, 1)
 	}
 	return runs
 }
+
+// exact is the detector for audio that went through nothing but 16-bit
+// WAV: a sample is silent when it is at most one step from zero, and any
+// silence more than the reference's was inserted.
+var exact = detector{quiet: 1.0 / 32768, min: 1}
 
 // detectGaps finds, by the energy of what was played, the silence the
 // player added to the audio the synthesizer made: played, from the turn's
@@ -70,23 +111,18 @@ func silentRuns(s []float32, min int) [][2]int {
 // inside the run (the player waited for that chunk), else at the run's
 // start (it waited inside a chunk). The silence after the reference's last
 // sound is the end of the speech, not a gap.
-func detectGaps(played, reference []float32, bounds []int, rate int) (gaps [][2]time.Duration) {
+func (d detector) detectGaps(played, reference []float32, bounds []int, rate int) (gaps []silence) {
 	min := rate / 1000 // gaps of at least 1 ms
-	pr, rr := silentRuns(played, 1), silentRuns(reference, 1)
 	at := func(n int) time.Duration { return time.Duration(float64(n) * float64(time.Second) / float64(rate)) }
 	inserted := 0 // samples of played that are not in the reference, so far
-	k := 0
-	for _, run := range pr {
+	for _, run := range d.silentRuns(played) {
 		ref := run[0] - inserted // where the run starts in the reference
-		for k < len(rr) && rr[k][1] <= ref {
-			k++
+		if ref < 0 || ref >= len(reference) {
+			break
 		}
-		refLen := 0
-		if k < len(rr) && rr[k][0] <= ref {
-			refLen = rr[k][1] - ref
-		}
+		refLen := d.silentFrom(reference, ref)
 		extra := (run[1] - run[0]) - refLen
-		if extra <= 0 {
+		if extra <= 0 || at(extra) < d.noise {
 			continue
 		}
 		if ref+refLen >= len(reference) {
@@ -100,11 +136,18 @@ func detectGaps(played, reference []float32, bounds []int, rate int) (gaps [][2]
 			}
 		}
 		if extra >= min {
-			gaps = append(gaps, [2]time.Duration{at(run[0] + into), at(extra)})
+			gaps = append(gaps, silence{At: at(run[0] + into), Length: at(extra), Run: [2]time.Duration{at(run[0]), at(run[1])}})
 		}
 		inserted += extra
 	}
 	return gaps
+}
+
+// silence is silence a detector found inserted: At, Length long, in the
+// silent run Run of what was played.
+type silence struct {
+	At, Length time.Duration
+	Run        [2]time.Duration
 }
 
 // The issue's check: speak runs a scenario with stalls against the mock
@@ -189,37 +232,45 @@ func TestSpeakAgainstMock(t *testing.T) {
 	h := recording.Heard["r1"]
 	// the turn's audio starts in the WAV where the player says it played
 	// its first sample
-	found := detectGaps(played.Samples[h.FirstSample:], reference, bounds, played.Rate)
+	found := exact.detectGaps(played.Samples[h.FirstSample:], reference, bounds, played.Rate)
 	t.Logf("heard gaps %+v; silence found in the WAV %v", h.Gaps, found)
-	// The WAV is timed from the turn's first audio, the player's gaps from
-	// the turn's beginning. Gaps that fall in one stretch of silence (one
-	// ended by the first samples of a piece, which are silent, the next
-	// begun before the piece's sound) are one silence to the ear and to
-	// the detector: their lengths add up.
+	checkFound(t, found, h, played.Rate, "the WAV", time.Millisecond)
+}
+
+// checkFound checks the silence found in what was played (found: each
+// inserted stretch, in time since the turn's first audio) against the gaps
+// the player counted, where it says it played them. An energy detector
+// sees how much silence was added to each stretch of silence, not where
+// inside the stretch it went (a piece of audio can end in silence, and the
+// player wait after it): the gaps the player played inside a stretch must
+// add up to what was found there, within 10 ms, and every gap must lie in
+// such a stretch.
+func checkFound(t *testing.T, found []silence, h player.Heard, rate int, where string, shortest time.Duration) {
+	t.Helper()
 	used := make([]bool, len(h.Gaps))
+	played := func(g player.Gap) time.Duration {
+		return time.Duration(float64(g.Played) * float64(time.Second) / float64(rate))
+	}
 	for _, f := range found {
-		start, end := f[0]+h.Start, f[0]+f[1]+h.Start
 		var sum time.Duration
-		first := time.Duration(-1)
+		n := 0
 		for i, g := range h.Gaps {
-			if g.Start >= start-10*time.Millisecond && g.Start < end && !used[i] {
+			if at := played(g); at >= f.Run[0]-10*time.Millisecond && at <= f.Run[1] && !used[i] {
 				used[i] = true
 				sum += g.Duration
-				if first < 0 {
-					first = g.Start
-				}
+				n++
 			}
 		}
 		switch {
-		case first < 0:
-			t.Errorf("silence of %v at %v in the WAV that the player did not count", f[1], start)
-		case absDuration(first-start) > 10*time.Millisecond || absDuration(sum-f[1]) > 10*time.Millisecond:
-			t.Errorf("silence of %v at %v in the WAV; the player counted %v from %v", f[1], start, sum, first)
+		case n == 0:
+			t.Errorf("silence of %v added at %v (in the silent stretch %v-%v) in %s that the player did not count", f.Length, f.At, f.Run[0], f.Run[1], where)
+		case absDuration(sum-f.Length) > 10*time.Millisecond:
+			t.Errorf("silence of %v added to the stretch %v-%v in %s; the player counted %v in %d gaps there", f.Length, f.Run[0], f.Run[1], where, sum, n)
 		}
 	}
 	for i, g := range h.Gaps {
-		if !used[i] && g.Duration >= time.Millisecond {
-			t.Errorf("the player counted %v at %v; the WAV has no silence there", g.Duration, g.Start)
+		if !used[i] && g.Duration >= shortest {
+			t.Errorf("the player counted %v at %v (%v into the turn's audio); %s has no silence added there", g.Duration, g.Start, played(g), where)
 		}
 	}
 }

@@ -126,7 +126,8 @@ func (c *Comparison) Agrees() bool {
 // synthesizer timings, and sets what the player counted beside it: gaps
 // whose starts lie within tol are the same gap (tol 0: DefaultTolerance),
 // and one whose length differs by more than tol moved; a gap on one side
-// only is missing or extra, or negligible under DefaultNegligible.
+// only is missing or extra, or negligible under DefaultNegligible (or,
+// through a sound card, one of its pulls).
 func Compare(cfg pipeline.Config, r *Result, tol time.Duration) (*Comparison, error) {
 	if tol <= 0 {
 		tol = DefaultTolerance
@@ -139,7 +140,9 @@ func Compare(cfg pipeline.Config, r *Result, tol time.Duration) (*Comparison, er
 	if err != nil {
 		return nil, fmt.Errorf("turn %q: the engine: %w", r.Record.ID, err)
 	}
-	c := &Comparison{Turn: r.Record.ID, Model: model, Tolerance: tol, Negligibly: DefaultNegligible}
+	// a sound card asks for audio in pulls: a gap shorter than one can
+	// fall between two asks, and so be heard or not
+	c := &Comparison{Turn: r.Record.ID, Model: model, Tolerance: tol, Negligibly: max(DefaultNegligible, r.Heard.Pull)}
 	if at, ok := model.Started(); ok && r.Heard.Started {
 		c.StartDiff = r.Heard.Start - at
 	}
@@ -177,7 +180,7 @@ func Compare(cfg pipeline.Config, r *Result, tol time.Duration) (*Comparison, er
 			}
 		} else {
 			p.Kind = Extra
-			if heard[i].Duration < DefaultNegligible {
+			if heard[i].Duration < c.Negligibly {
 				p.Kind = Negligible
 			}
 		}
@@ -189,7 +192,7 @@ func Compare(cfg pipeline.Config, r *Result, tol time.Duration) (*Comparison, er
 		}
 		u := model.Underruns[j]
 		p := Pair{Predicted: &u, Kind: Missing}
-		if u.Duration < DefaultNegligible {
+		if u.Duration < c.Negligibly {
 			p.Kind = Negligible
 		}
 		c.Pairs = append(c.Pairs, p)

@@ -22,14 +22,15 @@ import (
 //	 "sent_ns":412100000,"first_audio_ns":431000000,"ready_ns":431000000,"done_ns":447000000,
 //	 "audio_ns":610000000,"samples":13451,"rate":22050,"arrivals":[[431000000,49000000],...]}
 //	{"type":"heard","turn":"t1","started":true,"start_ns":431200000,"first_sample":9508,"end_ns":2950000000,
-//	 "speech_ns":2400000000,"samples":52920,"rate":22050,"gaps":[{"start_ns":1041000000,"duration_ns":118000000,"samples":2602,"chunk":3}]}
+//	 "speech_ns":2400000000,"samples":52920,"rate":22050,"gaps":[{"start_ns":1041000000,"duration_ns":118000000,"samples":2602,"chunk":3,"played":13451}]}
 //
 // A synth record is one speech chunk as the synthesizer handled it (times
 // since the turn's request; "error" when its synthesis failed, "first_audio_ns"
 // absent when no audio came; "arrivals" the pieces of its audio, each as
 // [when the player could play it, its audio] in nanoseconds); a heard
 // record is a turn as the player played it ("first_sample": where its
-// first audio lies in what the player played, the --wav-out file).
+// first audio lies in what the player played, the --wav-out file; a
+// gap's "played": where it begins, in samples after that).
 type timingRecord struct {
 	Type      string     `json:"type"`
 	Turn      string     `json:"turn"`
@@ -60,6 +61,7 @@ type gapField struct {
 	DurationNs int64 `json:"duration_ns"`
 	Samples    int64 `json:"samples"`
 	Chunk      int   `json:"chunk"`
+	Played     int64 `json:"played"`
 }
 
 // Recorder writes a run's recording as it happens: the turns as their
@@ -129,7 +131,7 @@ func (r *Recorder) WriteHeard(h player.Heard, rate int) error {
 	rec := timingRecord{Type: "heard", Turn: h.Turn, Started: h.Started, StartNs: int64(h.Start), First: h.FirstSample, EndNs: int64(h.End),
 		SpeechNs: int64(h.Speech), Samples: h.Samples, Rate: rate, Gaps: []gapField{}}
 	for _, g := range h.Gaps {
-		rec.Gaps = append(rec.Gaps, gapField{StartNs: int64(g.Start), DurationNs: int64(g.Duration), Samples: g.Samples, Chunk: g.Chunk})
+		rec.Gaps = append(rec.Gaps, gapField{StartNs: int64(g.Start), DurationNs: int64(g.Duration), Samples: g.Samples, Chunk: g.Chunk, Played: g.Played})
 	}
 	return r.writeRecord(&rec)
 }
@@ -268,7 +270,7 @@ func (rec *Recording) parse(b []byte) error {
 				return fmt.Errorf("heard record: gap %d has a negative length", i)
 			}
 			h.Gaps = append(h.Gaps, player.Gap{Start: time.Duration(g.StartNs), Duration: time.Duration(g.DurationNs),
-				StartSample: int64(float64(g.StartNs) * float64(r.Rate) / 1e9), Samples: g.Samples, Chunk: g.Chunk})
+				StartSample: int64(float64(g.StartNs) * float64(r.Rate) / 1e9), Samples: g.Samples, Chunk: g.Chunk, Played: g.Played})
 		}
 		rec.Heard[r.Turn] = h
 	}

@@ -27,6 +27,9 @@ type Gap struct {
 	// Chunk is the tag of the audio that ended the silence (Add's chunk):
 	// the speech chunk that came late.
 	Chunk int
+	// Played is where the gap begins in what the player played: samples
+	// since the turn's first (Heard.FirstSample).
+	Played int64
 }
 
 // End returns when the gap ended.
@@ -54,6 +57,11 @@ type Heard struct {
 	// most (Run's scheduling on a busy machine; a sound card's own buffer
 	// for Streamer): how long after the fact a gap was known.
 	Late time.Duration
+	// Pull is, for a sound card (Streamer), the most audio it asked for at
+	// once: a gap shorter than that can fall between two of its asks, and
+	// a gap's end is known to within it. 0 for Run, which plays each
+	// sample at its own time.
+	Pull time.Duration
 }
 
 // Silence returns the total length of the gaps.
@@ -122,10 +130,14 @@ type Player struct {
 	origin  time.Time // wall time of sample 0
 	started bool      // origin is set
 	pos     int64     // samples drained
-	closed  bool
-	late    time.Duration
-	scratch []float32
-	events  []event
+	// drainedCh is closed, and replaced, whenever samples are drained
+	// (WaitDrained waits on it)
+	drainedCh chan struct{}
+	closed    bool
+	late      time.Duration
+	pull      time.Duration // the most a card asked for at once
+	scratch   []float32
+	events    []event
 }
 
 type piece struct {
@@ -147,6 +159,7 @@ type turn struct {
 	lastEnd  time.Time // when the last sample played ended
 	heard    Heard
 	gap      *Gap
+	gapFrom  int64 // the gap's first sample
 	done     chan struct{}
 	err      error
 	resample float64 // rate conversion remainder
@@ -180,6 +193,32 @@ func (p *Player) Origin() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.origin
+}
+
+// WaitDrained blocks until n samples have been drained (the drain is
+// running: a sound card has started to take audio), ctx ends, or the
+// player is closed.
+func (p *Player) WaitDrained(ctx context.Context, n int64) error {
+	p.mu.Lock()
+	if p.drainedCh == nil {
+		p.drainedCh = make(chan struct{})
+	}
+	for p.pos < n && !p.closed {
+		ch := p.drainedCh
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
 }
 
 // Rate returns the player's sample rate.
@@ -290,6 +329,10 @@ func (p *Player) Close() {
 		return
 	}
 	p.closed = true
+	if p.drainedCh != nil {
+		close(p.drainedCh)
+		p.drainedCh = nil
+	}
 	for _, t := range p.turns {
 		t.err = ErrClosed
 		close(t.done)
@@ -302,18 +345,17 @@ func (p *Player) sampleTime(k int64) time.Time {
 	return p.origin.Add(time.Duration(math.Round(float64(k) * float64(time.Second) / float64(p.rate))))
 }
 
-// since returns t - begin in whole samples.
-func (p *Player) samplesSince(k int64, begin time.Time) int64 {
-	return k - int64(math.Round(begin.Sub(p.origin).Seconds()*float64(p.rate)))
+// period returns the length of n samples.
+func (p *Player) period(n int64) time.Duration {
+	return time.Duration(math.Round(float64(n) * float64(time.Second) / float64(p.rate)))
 }
 
-// render drains len(out) samples (mu held): sample j is due at
-// sampleTime(pos+j) and may use audio that arrived by avail(j).
-func (p *Player) render(out []float32, avail func(due time.Time) time.Time) {
+// render drains len(out) samples (mu held): sample j is due at due(j) and
+// may use audio that arrived by avail(due).
+func (p *Player) render(out []float32, due func(j int) time.Time, avail func(due time.Time) time.Time) {
 	for j := range out {
-		k := p.pos + int64(j)
-		due := p.sampleTime(k)
-		out[j] = p.next(k, due, avail(due))
+		d := due(j)
+		out[j] = p.next(p.pos+int64(j), d, avail(d))
 	}
 	p.pos += int64(len(out))
 }
@@ -339,11 +381,11 @@ func (p *Player) next(k int64, due, by time.Time) float32 {
 			pc := &t.pieces[0]
 			v := pc.samples[t.head]
 			if t.gap != nil {
-				p.closeGap(t, k, due, pc.chunk)
+				p.closeGap(t, k, pc.chunk)
 			}
 			t.head++
 			t.heard.Samples++
-			t.lastEnd = p.sampleTime(k + 1)
+			t.lastEnd = due.Add(p.period(1))
 			if t.head == len(pc.samples) {
 				t.pieces[0] = piece{}
 				t.pieces = t.pieces[1:]
@@ -363,7 +405,9 @@ func (p *Player) next(k int64, due, by time.Time) float32 {
 			continue
 		}
 		if t.gap == nil {
-			t.gap = &Gap{Start: due.Sub(t.begin), StartSample: p.samplesSince(k, t.begin), Chunk: -1}
+			start := due.Sub(t.begin)
+			t.gap = &Gap{Start: start, StartSample: int64(math.Round(start.Seconds() * float64(p.rate))), Chunk: -1, Played: k - t.heard.FirstSample}
+			t.gapFrom = k
 			p.events = append(p.events, event{turn: t.id, gap: *t.gap, kind: GapStarted})
 		}
 		return 0
@@ -389,10 +433,13 @@ func (p *Player) ready(t *turn, by time.Time) bool {
 	return t.finished && !t.finishAt.After(by) && t.arrived == len(t.pieces)
 }
 
-func (p *Player) closeGap(t *turn, k int64, due time.Time, chunk int) {
+// closeGap ends turn t's gap before sample k, which plays chunk's audio;
+// its length is its samples (a sound card's pulls need not be evenly
+// spaced in time).
+func (p *Player) closeGap(t *turn, k int64, chunk int) {
 	g := *t.gap
-	g.Duration = due.Sub(t.begin) - g.Start
-	g.Samples = p.samplesSince(k, t.begin) - g.StartSample
+	g.Samples = k - t.gapFrom
+	g.Duration = p.period(g.Samples)
 	g.Chunk = chunk
 	t.heard.Gaps = append(t.heard.Gaps, g)
 	t.gap = nil
@@ -405,20 +452,23 @@ func (p *Player) endTurn(t *turn, due time.Time) {
 		t.heard.End = t.lastEnd.Sub(t.begin)
 	}
 	t.heard.Speech = time.Duration(math.Round(float64(t.heard.Samples) * float64(time.Second) / float64(p.rate)))
-	t.heard.Late = p.late
+	t.heard.Late, t.heard.Pull = p.late, p.pull
 	p.turns[0] = nil
 	p.turns = p.turns[1:]
 	close(t.done)
 }
 
-// drain renders n samples and delivers them and the events, outside the
-// lock.
-func (p *Player) drain(n int, avail func(due time.Time) time.Time) []float32 {
+// drain renders n samples and returns them.
+func (p *Player) drain(n int, due func(j int) time.Time, avail func(due time.Time) time.Time) []float32 {
 	if cap(p.scratch) < n {
 		p.scratch = make([]float32, n)
 	}
 	out := p.scratch[:n]
-	p.render(out, avail)
+	p.render(out, due, avail)
+	if p.drainedCh != nil {
+		close(p.drainedCh)
+		p.drainedCh = make(chan struct{})
+	}
 	return out
 }
 
@@ -485,7 +535,8 @@ func (p *Player) advance(now time.Time) bool {
 	if late := now.Sub(p.sampleTime(p.pos)); late > p.late {
 		p.late = late
 	}
-	out := p.drain(n, func(due time.Time) time.Time { return due })
+	from := p.pos
+	out := p.drain(n, func(j int) time.Time { return p.sampleTime(from + int64(j)) }, func(due time.Time) time.Time { return due })
 	events := p.events
 	p.events = nil
 	p.deliver(out, events) // under the lock: Record keeps the order
@@ -493,9 +544,9 @@ func (p *Player) advance(now time.Time) bool {
 }
 
 // Stream fills buf with the next samples for a sound card that pulls
-// them: a sample uses the audio that had arrived when it was asked for.
-// Sample 0 is due at the first call. It reports false once the player is
-// closed.
+// them: a sample uses the audio that had arrived when it was asked for,
+// and is timed from then (the card plays it a buffer later). It reports
+// false once the player is closed.
 func (p *Player) Stream(buf []float32) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -506,11 +557,15 @@ func (p *Player) Stream(buf []float32) bool {
 	if !p.started {
 		p.started, p.origin = true, now
 	}
-	if ahead := p.sampleTime(p.pos + int64(len(buf))).Sub(now); ahead > p.late {
+	// The samples are timed from the moment the card asked for them, one
+	// sample period apart: when the player had to have them. The card
+	// plays them its buffer's length later (Heard.Late).
+	due := func(j int) time.Time { return now.Add(p.period(int64(j))) }
+	if ahead := p.period(int64(len(buf))); ahead > p.late {
 		p.late = ahead
 	}
-	at := func(time.Time) time.Time { return now }
-	out := p.drain(len(buf), at)
+	p.pull = max(p.pull, p.period(int64(len(buf))))
+	out := p.drain(len(buf), due, func(time.Time) time.Time { return now })
 	copy(buf, out)
 	events := p.events
 	p.events = nil

@@ -96,11 +96,11 @@ func TestPlayer(t *testing.T) {
 		{name: "one chunk", arrivals: []arrival{{50, 100, 0}}, finish: 60, start: ms(50), end: ms(150), speech: ms(100)},
 		{name: "a late chunk", arrivals: []arrival{{50, 100, 0}, {300, 100, 1}}, finish: 300,
 			start: ms(50), end: ms(400), speech: ms(200),
-			gaps: []Gap{{Start: ms(150), Duration: ms(150), StartSample: 150, Samples: 150, Chunk: 1}}},
+			gaps: []Gap{{Start: ms(150), Duration: ms(150), StartSample: 150, Samples: 150, Chunk: 1, Played: 100}}},
 		{name: "a chunk in time", arrivals: []arrival{{50, 100, 0}, {140, 100, 1}}, finish: 140, start: ms(50), end: ms(250), speech: ms(200)},
 		{name: "two gaps in one chunk's pieces", arrivals: []arrival{{10, 20, 0}, {40, 20, 0}, {100, 10, 1}}, finish: 100,
 			start: ms(10), end: ms(110), speech: ms(50),
-			gaps: []Gap{{Start: ms(30), Duration: ms(10), StartSample: 30, Samples: 10, Chunk: 0}, {Start: ms(60), Duration: ms(40), StartSample: 60, Samples: 40, Chunk: 1}}},
+			gaps: []Gap{{Start: ms(30), Duration: ms(10), StartSample: 30, Samples: 10, Chunk: 0, Played: 20}, {Start: ms(60), Duration: ms(40), StartSample: 60, Samples: 40, Chunk: 1, Played: 50}}},
 		{name: "pre-roll waits for enough audio", preroll: 150, arrivals: []arrival{{50, 100, 0}, {120, 100, 1}}, finish: 120,
 			start: ms(120), end: ms(320), speech: ms(200)},
 		{name: "pre-roll of a short turn", preroll: 500, arrivals: []arrival{{50, 100, 0}}, finish: 80, start: ms(80), end: ms(180), speech: ms(100)},
@@ -223,9 +223,10 @@ func TestPlayerStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Gap{{Start: ms(20), Duration: ms(30), StartSample: 20, Samples: 30, Chunk: 1}}
-	if !slices.Equal(h.Gaps, want) || h.End != ms(60) {
-		t.Errorf("gaps %+v end %v, want %+v end 60ms", h.Gaps, h.End, want)
+	// the second pull, asked at 30 ms, is timed from then
+	want := []Gap{{Start: ms(20), Duration: ms(30), StartSample: 20, Samples: 30, Chunk: 1, Played: 20}}
+	if !slices.Equal(h.Gaps, want) || h.End != ms(40) {
+		t.Errorf("gaps %+v end %v, want %+v end 40ms", h.Gaps, h.End, want)
 	}
 }
 
