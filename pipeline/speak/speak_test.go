@@ -2,6 +2,9 @@ package speak_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +108,60 @@ func TestHeardIsPredicted(t *testing.T) {
 				t.Errorf("start-up heard %v from the prediction's", d)
 			}
 		})
+	}
+}
+
+// toneSynth speaks every text as 100 ms of tone at once, and fails on the
+// text fail partway: after half of its audio.
+type toneSynth struct{ fail string }
+
+func (s toneSynth) Name() string { return "tone" }
+
+func (s toneSynth) Synthesize(ctx context.Context, text string) (stream.Utterance, error) {
+	return &toneUtterance{fail: text == s.fail}, nil
+}
+
+type toneUtterance struct {
+	n    int
+	fail bool
+}
+
+func (u *toneUtterance) Next() (stream.Piece, error) {
+	if u.n == 2 {
+		return stream.Piece{}, io.EOF
+	}
+	if u.n == 1 && u.fail {
+		return stream.Piece{}, fmt.Errorf("%w: the voice model crashed", stream.ErrSynthesis)
+	}
+	u.n++
+	s := make([]float32, 1102) // 50 ms at 22,050 Hz
+	for i := range s {
+		s[i] = 0.3
+	}
+	return stream.Piece{Samples: s, Rate: 22050, At: time.Now()}, nil
+}
+
+func (u *toneUtterance) Close() error { return nil }
+
+// A synthesis that fails partway: the error is reported, the audio before
+// it plays, and the turn goes on to its end.
+func TestSynthesisFailsTurnGoesOn(t *testing.T) {
+	t.Parallel()
+	cfg := pipeline.DefaultConfig()
+	cfg.Synth.Mode = tts.ModeRequest
+	turn := sim.ConstantTurn("t1", "One two three four.", 10*time.Millisecond, 10*time.Millisecond, nil)
+	r := run(t, cfg, toneSynth{fail: "two "}, turn)
+	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "crashed") || !strings.Contains(r.Errors[0], `"two "`) {
+		t.Fatalf("errors %q, want the failure of chunk \"two \"", r.Errors)
+	}
+	var samples int64
+	for _, c := range r.Chunks {
+		samples += c.Samples
+		if c.Text == "two " && (c.Err == "" || c.Samples != 1102) {
+			t.Errorf("failed chunk %+v: want its error and the 50 ms before it", c)
+		}
+	}
+	if len(r.Chunks) != 4 || r.Heard.Samples != samples || samples != 7*1102 {
+		t.Errorf("%d chunks, %d samples heard of %d; want 4 chunks, all 7 pieces heard", len(r.Chunks), r.Heard.Samples, samples)
 	}
 }
