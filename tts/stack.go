@@ -148,7 +148,7 @@ var Stacks = []Stack{
 		Framework: pipecatVersion + ": services/openai/tts.py OpenAITTSService, or any client that posts each sentence to an " +
 			"OpenAI-compatible /v1/audio/speech and plays the answers in order, one request at a time",
 		Service:  "OpenAI /v1/audio/speech (or a server speaking its API)",
-		Chunking: "sentence",
+		Chunking: "pipecat",
 		Synth:    Synth{Mode: ModeRequest, TTFA: OpenAISpeech, RTF: DefaultStackRTF},
 		Sources:  []string{"first audio 1071 ms per request: " + srcOpenAI, srcRTF},
 		Differs:  "a self-hosted server (Kokoro, Piper behind an OpenAI-compatible API) has its own latency: pass --tts-latency.",
