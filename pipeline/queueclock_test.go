@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"cmp"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -8,41 +10,81 @@ import (
 	"time"
 )
 
-// waitFor polls cond for up to 5 s.
+// waitFor polls cond until it holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	// no deadline of its own: on a busy machine anything may take long;
+	// the test's deadline (go test -timeout) stops a wait that never ends
+	deadline, ok := t.Deadline()
+	for !ok || time.Until(deadline) > time.Second {
 		if cond() {
 			return
 		}
+		time.Sleep(time.Millisecond)
 	}
-	t.Fatalf("timed out waiting for %s", what)
+	t.Fatalf("still waiting for %s when the test's deadline came", what)
 }
 
-// TestQueueClockOrder: calls run in time order, an earlier call made
-// while the clock waits for a later one included, and a stopped call never
-// runs.
+// TestQueueClockOrder: calls run in the order they come due, an earlier
+// call made while the clock waits for a later one included, none before
+// it is due, and a stopped call never runs. The order expected is that of
+// the calls' own due times, so a test goroutine held off the CPU between
+// two calls (a busy machine) changes what is expected, not the verdict.
 func TestQueueClockOrder(t *testing.T) {
 	t.Parallel()
 	c := NewQueueClock(nil)
 	var mu sync.Mutex
 	var got []string
-	add := func(s string) func() {
-		return func() { mu.Lock(); got = append(got, s); mu.Unlock() }
+	early := map[string]bool{}
+	timers := map[string]*queueTimer{}
+	add := func(label string, d time.Duration) Timer {
+		var tm *queueTimer
+		done := make(chan struct{})
+		tm = c.AfterFunc(d, func() {
+			<-done
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, label)
+			early[label] = time.Since(c.epoch) < tm.when
+		}).(*queueTimer)
+		timers[label] = tm
+		close(done)
+		return tm
 	}
-	c.AfterFunc(60*time.Millisecond, add("60"))
-	time.Sleep(5 * time.Millisecond) // the clock's goroutine now waits for 60
-	c.AfterFunc(10*time.Millisecond, add("10"))
-	c.AfterFunc(30*time.Millisecond, add("30"))
-	stopped := c.AfterFunc(20*time.Millisecond, add("stopped"))
+	add("60", 60*time.Millisecond)
+	// (on a machine busy enough, the 60 ms pass before the wait is seen)
+	waitFor(t, "the clock's goroutine to wait for the 60 ms call", func() bool {
+		c.mu.Lock()
+		armed := c.armed > 0
+		c.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		return armed || len(got) > 0
+	})
+	add("10", 10*time.Millisecond)
+	add("30", 30*time.Millisecond)
+	stopped := add("stopped", 20*time.Millisecond)
 	if !stopped.Stop() {
 		t.Error("Stop of a pending call = false, want true")
 	}
-	last := c.AfterFunc(40*time.Millisecond, add("40"))
+	delete(timers, "stopped")
+	last := add("40", 40*time.Millisecond)
 	waitFor(t, "four calls", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 4 })
-	if want := []string{"10", "30", "40", "60"}; !slices.Equal(got, want) {
-		t.Errorf("calls ran in the order %v, want %v", got, want)
+	c.mu.Lock()
+	want := slices.SortedFunc(maps.Keys(timers), func(a, b string) int {
+		return cmp.Or(cmp.Compare(timers[a].when, timers[b].when), cmp.Compare(timers[a].seq, timers[b].seq))
+	})
+	c.mu.Unlock()
+	mu.Lock()
+	if !slices.Equal(got, want) {
+		t.Errorf("calls ran in the order %v, want %v (the order they came due)", got, want)
 	}
+	for label, e := range early {
+		if e {
+			t.Errorf("call %s ran before it was due", label)
+		}
+	}
+	mu.Unlock()
 	if last.Stop() {
 		t.Error("Stop of a call that ran = true, want false")
 	}

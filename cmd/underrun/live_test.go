@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,8 +57,9 @@ func startServer(t *testing.T, args ...string) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, code: make(chan int, 1), cancel: cancel}
 	go func() { s.code <- run(ctx, args, strings.NewReader(""), s.stdout, s.stderr) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	// however long a busy machine takes to start it (the test's own
+	// deadline ends a command that never says)
+	for {
 		if m := listenRe.FindStringSubmatch(s.stderr.String()); m != nil {
 			s.url = "http://" + m[1]
 			return s
@@ -67,22 +70,13 @@ func startServer(t *testing.T, args ...string) *server {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	cancel()
-	t.Fatalf("%s never said where it listens: %s", args[0], s.stderr.String())
-	return nil
 }
 
 // stop ends the command (Ctrl-C) and returns its exit code.
 func (s *server) stop(t *testing.T) int {
 	t.Helper()
 	s.cancel()
-	select {
-	case code := <-s.code:
-		return code
-	case <-time.After(10 * time.Second):
-		t.Fatal("the command did not stop")
-		return -1
-	}
+	return <-s.code
 }
 
 // writeTrace writes turns as a native trace file.
@@ -152,6 +146,13 @@ func analyzeJSON(t *testing.T, path string) jsonReport {
 // the mock streams a recorded turn, the proxy guards it on the way, and
 // capture records it; analyze finds the same underruns in the original,
 // the capture, the raw SSE capture and the proxy's recording.
+//
+// The chain runs in real time, so a machine busy enough to hold the mock
+// off the CPU for longer than the original's timing margins moves the
+// chunks it sends and with them the underruns: the recordings' own
+// timings say whether that happened (timingComparable), and only then are
+// the underruns and the verdicts compared. Everything else is checked
+// whatever the load.
 func TestMockCaptureProxy(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -175,7 +176,7 @@ func TestMockCaptureProxy(t *testing.T) {
 	t.Cleanup(func() { os.Unsetenv("UNDERRUN_TEST_KEY_LIVE") })
 	code, out, errOut := runCLI(t, "", "capture", "--url", proxy.url+"/v1", "--model", "m", "--requests", "3",
 		"--concurrency", "3", "-o", capFile, "--sse", sseFile, "--report", "json", "--api-key-env", "UNDERRUN_TEST_KEY_LIVE")
-	if code != exitFail { // the turn interrupts: the verdict fails
+	if code != exitFail && code != exitOK {
 		t.Fatalf("capture: exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(errOut, "3 requests") || !strings.Contains(errOut, "3 ok") {
@@ -185,9 +186,7 @@ func TestMockCaptureProxy(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Turns != 3 || rep.TurnsOK != 3 {
 		t.Fatalf("capture report: %v %+v\n%s", err, rep, out)
 	}
-	if code := proxy.stop(t); code != exitFail {
-		t.Errorf("proxy: exit %d: %s", code, proxy.stderr.String())
-	}
+	proxyCode := proxy.stop(t)
 	if code := mock.stop(t); code != exitOK {
 		t.Errorf("mock: exit %d: %s", code, mock.stderr.String())
 	}
@@ -195,21 +194,40 @@ func TestMockCaptureProxy(t *testing.T) {
 	if err := json.Unmarshal([]byte(proxy.stdout.String()), &prep); err != nil || prep.Turns != 3 {
 		t.Errorf("proxy report: %v %+v\n%s", err, prep, proxy.stdout.String())
 	}
+	comparable := true
 	for _, f := range []string{capFile, sseFile, proxyTrace} {
-		got := analyzeJSON(t, f)
-		if got.Turns != 3 || len(got.Underruns) != 3*len(want.Underruns) {
-			t.Errorf("%s: %d turns, %d underruns; want 3 turns, %d underruns", filepath.Base(f), got.Turns, len(got.Underruns), 3*len(want.Underruns))
-			continue
+		turns := readTurns(t, f)
+		if len(turns) != 3 {
+			t.Errorf("%s: %d turns, want 3", filepath.Base(f), len(turns))
 		}
-		for i, u := range got.Underruns {
-			w := want.Underruns[i%len(want.Underruns)]
-			if u.Token != w.Token || u.Cause != w.Cause {
-				t.Errorf("%s: underrun %d at token %d (%s), want token %d (%s)", filepath.Base(f), i, u.Token, u.Cause, w.Token, w.Cause)
-			}
-		}
-		for _, tn := range readTurns(t, f) {
+		for _, tn := range turns {
 			if tn.Text() != orig.Text() || tn.Status != pipeline.StatusOK {
 				t.Errorf("%s: turn %s: %s %q", filepath.Base(f), tn.ID, tn.Status, tn.Text())
+			}
+			if ok, why := timingComparable(t, orig, tn); !ok {
+				t.Logf("%s: turn %s: %s: the underruns are not compared", filepath.Base(f), tn.ID, why)
+				comparable = false
+			}
+		}
+	}
+	if comparable {
+		if code != exitFail { // the turn interrupts: the verdict fails
+			t.Errorf("capture: exit %d, want %d: %s", code, exitFail, errOut)
+		}
+		if proxyCode != exitFail {
+			t.Errorf("proxy: exit %d, want %d: %s", proxyCode, exitFail, proxy.stderr.String())
+		}
+		for _, f := range []string{capFile, sseFile, proxyTrace} {
+			got := analyzeJSON(t, f)
+			if got.Turns != 3 || len(got.Underruns) != 3*len(want.Underruns) {
+				t.Errorf("%s: %d turns, %d underruns; want 3 turns, %d underruns", filepath.Base(f), got.Turns, len(got.Underruns), 3*len(want.Underruns))
+				continue
+			}
+			for i, u := range got.Underruns {
+				w := want.Underruns[i%len(want.Underruns)]
+				if u.Token != w.Token || u.Cause != w.Cause {
+					t.Errorf("%s: underrun %d at token %d (%s), want token %d (%s)", filepath.Base(f), i, u.Token, u.Cause, w.Token, w.Cause)
+				}
 			}
 		}
 	}
@@ -217,7 +235,11 @@ func TestMockCaptureProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"event":"underrun_started"`, `"event":"underrun"`, `"event":"turn"`, `"event":"proxy_stream"`} {
+	wantEvents := []string{`"event":"turn"`, `"event":"proxy_stream"`}
+	if comparable {
+		wantEvents = append(wantEvents, `"event":"underrun_started"`, `"event":"underrun"`)
+	}
+	for _, want := range wantEvents {
 		if !bytes.Contains(ev, []byte(want)) {
 			t.Errorf("proxy events lack %s", want)
 		}
@@ -228,6 +250,46 @@ func TestMockCaptureProxy(t *testing.T) {
 			t.Errorf("%s contains the API key", filepath.Base(f))
 		}
 	}
+}
+
+// timingComparable reports whether a recording of orig, made in real time,
+// kept orig's timing closely enough that analyze must find orig's
+// underruns in it: no chunk moved, against the recording's first chunk,
+// by half the smallest of orig's underrun lengths and stall tolerances
+// (the least change of timing that can make or unmake an underrun). A
+// machine too busy to send or read the chunks on time moves them further;
+// why then says by how much.
+func timingComparable(t *testing.T, orig, rec *pipeline.Turn) (ok bool, why string) {
+	t.Helper()
+	if len(rec.Chunks) != len(orig.Chunks) || len(orig.Chunks) == 0 {
+		return false, fmt.Sprintf("%d chunks, the original %d", len(rec.Chunks), len(orig.Chunks))
+	}
+	p, err := pipeline.Play(pipeline.DefaultConfig(), orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	margin := time.Duration(math.MaxInt64)
+	for _, u := range p.Underruns {
+		margin = min(margin, u.Duration)
+	}
+	for _, tol := range p.Tolerance {
+		if tol > 0 && tol != pipeline.Unbounded {
+			margin = min(margin, tol)
+		}
+	}
+	margin /= 2
+	if margin < 5*time.Millisecond {
+		t.Fatalf("the original's timing margin is %v: no recording could be compared with it", margin)
+	}
+	var moved time.Duration
+	for k := range orig.Chunks {
+		d := (rec.Chunks[k].At - rec.Chunks[0].At) - (orig.Chunks[k].At - orig.Chunks[0].At)
+		moved = max(moved, d, -d)
+	}
+	if moved >= margin {
+		return false, fmt.Sprintf("a chunk came %v off the original's schedule, beyond the %v that keeps its underruns", moved.Round(time.Millisecond), margin.Round(time.Millisecond))
+	}
+	return true, ""
 }
 
 // TestCaptureInterrupted stops a capture midway (Ctrl-C): the trace holds

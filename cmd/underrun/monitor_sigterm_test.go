@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,7 +29,8 @@ import (
 func TestMonitorSIGTERMUnderLoad(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	mon := startMonitorProcess(t, "--record", rec, "--events", "")
+	// no grace period to run out on a busy machine: the shutdown is waited for
+	mon := startMonitorProcess(t, "--record", rec, "--events", "", "--grace", "10m")
 	url := "ws" + strings.TrimPrefix(mon.url, "http")
 
 	// 20 sessions, each streaming turns of 20 chunks every 2 ms
@@ -67,7 +69,9 @@ func TestMonitorSIGTERMUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(400 * time.Millisecond)
+	// SIGTERM once the monitor has taken 200 messages (however long a busy
+	// machine takes to get there), while the sessions are mid-stream
+	waitAccepted(t, mon.url, 200)
 	if err := mon.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +112,35 @@ func TestMonitorSIGTERMUnderLoad(t *testing.T) {
 	}
 	if records != accepted || accepted < 100 {
 		t.Errorf("the recording holds %d messages, the monitor accepted %d", records, accepted)
+	}
+}
+
+// waitAccepted waits until the monitor at url reports n messages accepted
+// on /metrics.
+func waitAccepted(t *testing.T, url string, n float64) {
+	t.Helper()
+	for {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatalf("metrics: %v", err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("metrics: %v", err)
+		}
+		got := 0.0
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "underrun_messages_total{"); ok {
+				if _, v, ok := strings.Cut(rest, "} "); ok {
+					x, _ := strconv.ParseFloat(v, 64)
+					got += x
+				}
+			}
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

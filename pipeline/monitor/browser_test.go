@@ -1,8 +1,11 @@
 package monitor
 
 import (
-	"context"
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // chromium returns the headless browser's path, or skips the test.
@@ -55,14 +60,15 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Fatalf("table %+v", rows)
 	}
 
-	dom := loadPage(t, bin, ts.URL+"/?session=browser-test")
-	for _, want := range []*regexp.Regexp{
+	wants := []*regexp.Regexp{
 		regexp.MustCompile(`<tr data-session="browser-test" data-state="underrun" class="sel">`),
 		regexp.MustCompile(fmt.Sprintf(`<li data-turn="t1" data-class="interruption">turn t1: interruption %.0f ms`, gap)),
 		regexp.MustCompile(`<li data-turn="t1" data-class="dry">turn t1: player dry for`),
 		regexp.MustCompile(`id="chart-summary" data-turns="1" data-open="1" data-tokens="2" data-gaps="2" data-dry="1"`),
 		regexp.MustCompile(`<div id="status" data-state="open">`),
-	} {
+	}
+	dom := loadPage(t, bin, ts.URL+"/?session=browser-test")
+	for _, want := range wants {
 		if !want.MatchString(dom) {
 			t.Errorf("the page lacks %s", want)
 		}
@@ -72,21 +78,159 @@ func TestLivePageInBrowser(t *testing.T) {
 	}
 }
 
-// loadPage loads url in headless Chromium and returns the page's DOM
-// once its scripts have run.
+// loadPage loads url in headless Chromium and returns the page's DOM once
+// the page is live: its websocket open and four messages taken (the hello,
+// the history and snapshots), so that what it shows is the server's state
+// after the page connected. The page runs in real time and is watched over
+// the DevTools protocol: a busy machine makes it slow, not the test wrong
+// (a dump after a budget of virtual time came before the websocket had
+// opened).
 func loadPage(t *testing.T, bin, url string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
+	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--no-first-run", "--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
-		"--virtual-time-budget=3000", "--dump-dom", url)
-	out, err := cmd.Output()
+		"--remote-debugging-port=0", "about:blank")
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		t.Fatal(err)
+	}
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	return string(out)
+	defer stopGroup(cmd)
+	// "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
+	lines := bufio.NewScanner(stderr)
+	port := ""
+	for port == "" && lines.Scan() {
+		if m := devtoolsRe.FindStringSubmatch(lines.Text()); m != nil {
+			port = m[1]
+		}
+	}
+	if port == "" {
+		t.Fatal("chromium did not say where its DevTools listen")
+	}
+	go io.Copy(io.Discard, stderr)
+	conn, _, err := websocket.DefaultDialer.Dial(devtoolsPage(t, port), nil)
+	if err != nil {
+		t.Fatalf("DevTools: %v", err)
+	}
+	defer conn.Close()
+	dt := &devtools{t: t, conn: conn}
+	// count the messages the page's websockets take, before its scripts run
+	dt.call("Page.enable", map[string]any{})
+	dt.call("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": countMessages})
+	dt.call("Page.navigate", map[string]any{"url": url})
+	for {
+		state := dt.eval(`(document.getElementById('status') ? document.getElementById('status').dataset.state : 'loading') + ' ' + (window.__messages || 0)`)
+		var messages int
+		var status string
+		fmt.Sscan(state, &status, &messages)
+		if status == "open" && messages >= 5 {
+			break
+		}
+		if status == "closed" { // the page's websocket was refused or dropped
+			dom := dt.eval("document.documentElement.outerHTML")
+			logPage(t, dom)
+			t.Fatalf("the page's websocket closed (%s)", state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return dt.eval("document.documentElement.outerHTML")
+}
+
+// countMessages counts, in window.__messages, the messages every websocket
+// of the page receives (before the page's own handler sees each).
+const countMessages = `(() => {
+  const Native = window.WebSocket;
+  window.__messages = 0;
+  window.WebSocket = function (url, protocols) {
+    const ws = protocols === undefined ? new Native(url) : new Native(url, protocols);
+    ws.addEventListener('message', () => { window.__messages++; });
+    return ws;
+  };
+  window.WebSocket.prototype = Native.prototype;
+  Object.assign(window.WebSocket, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
+})();`
+
+// devtools is a DevTools protocol connection to one page.
+type devtools struct {
+	t    *testing.T
+	conn *websocket.Conn
+	id   int
+}
+
+// call sends a command and returns its result.
+func (d *devtools) call(method string, params map[string]any) json.RawMessage {
+	d.t.Helper()
+	d.id++
+	if err := d.conn.WriteJSON(map[string]any{"id": d.id, "method": method, "params": params}); err != nil {
+		d.t.Fatalf("DevTools %s: %v", method, err)
+	}
+	for {
+		var resp struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := d.conn.ReadJSON(&resp); err != nil {
+			d.t.Fatalf("DevTools %s: %v", method, err)
+		}
+		if resp.ID != d.id {
+			continue // an event
+		}
+		if resp.Error != nil {
+			d.t.Fatalf("DevTools %s: %s", method, resp.Error.Message)
+		}
+		return resp.Result
+	}
+}
+
+// eval runs a JavaScript expression in the page and returns its value, a
+// string.
+func (d *devtools) eval(expr string) string {
+	d.t.Helper()
+	var r struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(d.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}), &r); err != nil {
+		d.t.Fatalf("DevTools: %v", err)
+	}
+	return r.Result.Value
+}
+
+var devtoolsRe = regexp.MustCompile(`DevTools listening on ws://127\.0\.0\.1:(\d+)/`)
+
+// devtoolsPage returns the DevTools websocket of the browser's page, once
+// there is one.
+func devtoolsPage(t *testing.T, port string) string {
+	t.Helper()
+	for {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/json/list")
+		if err != nil {
+			t.Fatalf("DevTools: %v", err)
+		}
+		var targets []struct {
+			Type string `json:"type"`
+			WS   string `json:"webSocketDebuggerUrl"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&targets)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("DevTools targets: %v", err)
+		}
+		for _, tg := range targets {
+			if tg.Type == "page" && tg.WS != "" {
+				return tg.WS
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // logPage logs the page from <body>, status line included.

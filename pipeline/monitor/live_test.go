@@ -275,8 +275,7 @@ func TestLivePageTurnsHistoryTotals(t *testing.T) {
 	// package run after it, not beside it
 	bin := chromium(t)
 	_, ts, _ := liveScene(t, Options{SnapshotInterval: 50 * time.Millisecond})
-	dom := loadPage(t, bin, ts.URL+"/?session=multi")
-	for _, want := range []*regexp.Regexp{
+	wants := []*regexp.Regexp{
 		regexp.MustCompile(`<tr data-session="multi" data-state="underrun" class="sel"><td>multi</td><td class="state">underrun</td><td>a \(of 2 open\)</td>`),
 		regexp.MustCompile(`<li data-turn="a" data-class="dry">turn a: player dry for \d+ ms`),
 		regexp.MustCompile(`id="chart-summary" data-turns="2" data-open="2" data-tokens="31" data-gaps="1" data-dry="1">[^<]*player dry now in turn a<`),
@@ -287,7 +286,9 @@ func TestLivePageTurnsHistoryTotals(t *testing.T) {
 		regexp.MustCompile(`<tr data-session="n9" [^>]*>.*<tr data-session="n10" `),
 		regexp.MustCompile(`buffered: released to the synthesizer, not yet played`),
 		regexp.MustCompile(`ready at the player, not yet played`),
-	} {
+	}
+	dom := loadPage(t, bin, ts.URL+"/?session=multi")
+	for _, want := range wants {
 		if !want.MatchString(dom) {
 			t.Errorf("the page lacks %s", want)
 		}
