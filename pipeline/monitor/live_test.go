@@ -36,9 +36,9 @@ func liveScene(t *testing.T, opts Options) (*Server, *httptest.Server, *pipeline
 	gone.send(`{"type":"chunk","turn":"x","text":" there"}`)
 	clock.Advance(time.Second)
 	gone.send(`{"type":"turn_end","turn":"x"}`)
-	ev.wait(t, "turn", 2*time.Second, nil)
+	ev.wait(t, "turn", nil)
 	gone.c.Close()
-	ev.wait(t, "session_close", 2*time.Second, nil)
+	ev.wait(t, "session_close", nil)
 	sent := gone.sent
 	for _, id := range []string{"n10", "n9"} {
 		ingest(t, ts, id)
@@ -47,7 +47,7 @@ func liveScene(t *testing.T, opts Options) (*Server, *httptest.Server, *pipeline
 	m.send(`{"type":"turn_start","turn":"a"}`)
 	m.send(`{"type":"chunk","turn":"a","text":"Hi"}`)
 	clock.Advance(150 * time.Millisecond) // a's player runs dry at 100 ms
-	ev.wait(t, "underrun_started", 2*time.Second, func(e map[string]any) bool { return e["session"] == "multi" })
+	ev.wait(t, "underrun_started", func(e map[string]any) bool { return e["session"] == "multi" })
 	m.send(`{"type":"turn_start","turn":"b"}`)
 	for i := range 30 {
 		m.send(fmt.Sprintf(`{"type":"chunk","turn":"b","text":" w%d"}`, i))
@@ -137,7 +137,7 @@ func TestLiveHistoryOnConnect(t *testing.T) {
 	t.Parallel()
 	_, ts, _ := liveScene(t, Options{SnapshotInterval: time.Hour})
 	page := dialT(t, ts, "/live?session=multi", nil)
-	if m := readMsg(t, page, 2*time.Second); m["type"] != "hello" {
+	if m := readMsg(t, page); m["type"] != "hello" {
 		t.Fatalf("first message %v, want hello", m)
 	}
 	kinds := func(m map[string]any, session string) []string {
@@ -158,13 +158,13 @@ func TestLiveHistoryOnConnect(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := strings.Join(kinds(readMsg(t, page, 2*time.Second), "multi"), " "), "session_open underrun_started"; got != want {
+	if got, want := strings.Join(kinds(readMsg(t, page), "multi"), " "), "session_open underrun_started"; got != want {
 		t.Errorf("multi's history %q, want %q", got, want)
 	}
 	if err := page.WriteJSON(map[string]string{"select": "n9"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(kinds(readMsg(t, page, 2*time.Second), "n9"), " "), "session_open"; got != want {
+	if got, want := strings.Join(kinds(readMsg(t, page), "n9"), " "), "session_open"; got != want {
 		t.Errorf("n9's history %q, want %q", got, want)
 	}
 }
@@ -208,7 +208,7 @@ func TestLiveBacklogMatchesTimeline(t *testing.T) {
 	}
 	begin = unixMs(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m.send(`{"type":"turn_end","turn":"t1"}`)
-	ev.wait(t, "turn", 2*time.Second, nil)
+	ev.wait(t, "turn", nil)
 
 	p, err := pipeline.Play(cfg, turn)
 	if err != nil {

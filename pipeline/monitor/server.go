@@ -107,6 +107,10 @@ type Options struct {
 	// SnapshotInterval is how often live pages get the sessions table and
 	// their chart.
 	SnapshotInterval time.Duration
+	// WriteTimeout is the longest a write to a websocket may take (a hello,
+	// an error, an event to a subscriber, a close frame) before the
+	// connection is given up (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive HTTP connection that sends no next
 	// request for this long (Serve; default httpserver.IdleTimeout).
 	IdleTimeout time.Duration
@@ -184,6 +188,7 @@ func New(opts Options) (*Server, error) {
 	orDefault(&opts.FlushInterval, DefaultFlushInterval)
 	orDefault(&opts.recordBacklog, DefaultRecordBacklog)
 	orDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
+	orDefault(&opts.WriteTimeout, DefaultWriteTimeout)
 	s := &Server{
 		opts: opts, clock: opts.Clock, log: opts.Logger, m: newMetrics(),
 		sessions: map[string]*session{}, conns: map[*websocket.Conn]struct{}{},
@@ -385,7 +390,7 @@ func (s *Server) ingest(conn *websocket.Conn, sess *session) {
 		Rate       float64 `json:"rate"`
 		Burst      int     `json:"burst"`
 	}{TypeHello, sess.id, s.opts.MaxMessage, s.opts.Rate, s.opts.Burst})
-	conn.SetWriteDeadline(time.Now().Add(DefaultWriteTimeout))
+	conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	if err := conn.WriteMessage(websocket.TextMessage, hello); err != nil {
 		return
 	}
@@ -445,7 +450,7 @@ func (s *Server) refuse(conn *websocket.Conn, sess *session, reason, turn string
 		Turn   string `json:"turn,omitempty"`
 		Error  string `json:"error"`
 	}{TypeError, reason, turn, err.Error()})
-	conn.SetWriteDeadline(time.Now().Add(DefaultWriteTimeout))
+	conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	if conn.WriteMessage(websocket.TextMessage, msg) != nil {
 		conn.Close() // the reader ends the session
 	}
@@ -564,7 +569,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, page bool) {
 	if sel := r.URL.Query().Get("session"); sel != "" {
 		sub.selected.Store(&sel)
 	}
-	if !s.hub.add(sub, DefaultWriteTimeout) {
+	if !s.hub.add(sub, s.opts.WriteTimeout) {
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "monitor shutting down"), time.Now().Add(time.Second))
 		conn.Close()
 		return
@@ -958,7 +963,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrShutdown, ctx.Err()))
 	}
 	// subscribers get their close frames, within one write timeout in all
-	wctx, cancel := context.WithTimeout(ctx, DefaultWriteTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 	defer cancel()
 	for _, d := range s.hub.close() {
 		select {

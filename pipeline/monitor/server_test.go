@@ -45,7 +45,7 @@ func TestMalformedMessagesKeepConnection(t *testing.T) {
 	}
 	for _, b := range bad {
 		sendT(t, c, b.msg)
-		m := readMsg(t, c, 2*time.Second)
+		m := readMsg(t, c)
 		if m["type"] != "error" || m["reason"] != b.reason || !strings.Contains(m["error"].(string), b.want) {
 			t.Errorf("%s: got %v, want an error (%s) saying %q", b.msg, m, b.reason, b.want)
 		}
@@ -54,7 +54,7 @@ func TestMalformedMessagesKeepConnection(t *testing.T) {
 	sendT(t, c, `{"type":"turn_start","turn":"t1"}`)
 	sendT(t, c, `{"type":"chunk","turn":"t1","text":"Hello"}`)
 	sendT(t, c, `{"type":"turn_start","turn":"t1"}`) // twice: rejected
-	m := readMsg(t, c, 2*time.Second)
+	m := readMsg(t, c)
 	if m["reason"] != reasonRejected || !strings.Contains(m["error"].(string), "already streaming") {
 		t.Errorf("second turn_start: got %v", m)
 	}
@@ -86,17 +86,18 @@ func TestUnderrunLiveEvents(t *testing.T) {
 	c := ingest(t, ts, "alice")
 	sendT(t, c, `{"type":"turn_start","turn":"t1"}`)
 	sendT(t, c, `{"type":"chunk","turn":"t1","text":"Hi","t_ms":0}`)
-	drain := ev.wait(t, "underrun_started", 2*time.Second, nil)
+	drain := ev.wait(t, "underrun_started", nil)
 	if drain["session"] != "alice" || drain["turn"] != "t1" {
 		t.Errorf("drain event %v", drain)
 	}
 	if at := drain["at_ms"].(float64); math.Abs(at-100) > 1e-3 {
 		t.Errorf("drain at %.1f ms, want 100 ms after the token", at)
 	}
-	// the event came when the buffer drained: the next token comes only
-	// after the test has seen it
-	if late := float64(int64(drain["sent_unix_ns"].(float64))-int64(drain["unix_ns"].(float64))) / 1e6; late > 500 {
-		t.Errorf("drain event sent %.1f ms after the buffer drained", late)
+	// the event came when the buffer drained, not with a later message:
+	// the next token comes only after the test has seen it (how soon after
+	// the drain it went out is measured by monitor load, not here)
+	if sent, at := drain["sent_unix_ns"].(float64), drain["unix_ns"].(float64); sent < at {
+		t.Errorf("drain event sent before the buffer drained: %v < %v", sent, at)
 	}
 	rows := s.Sessions()
 	if len(rows) != 1 || rows[0].State != StateUnderrun {
@@ -104,12 +105,12 @@ func TestUnderrunLiveEvents(t *testing.T) {
 	}
 	time.Sleep(150 * time.Millisecond)
 	sendT(t, c, `{"type":"chunk","turn":"t1","text":" there"}`)
-	u := ev.wait(t, "underrun", 2*time.Second, nil)
+	u := ev.wait(t, "underrun", nil)
 	if u["class"] != "interruption" || u["duration_ms"].(float64) < 150 {
 		t.Errorf("underrun %v, want an interruption of at least 150 ms", u)
 	}
 	sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
-	turn := ev.wait(t, "turn", 2*time.Second, nil)
+	turn := ev.wait(t, "turn", nil)
 	if turn["status"] != "ok" || turn["interruptions"].(float64) != 1 || turn["tokens"].(float64) != 2 {
 		t.Errorf("turn summary %v", turn)
 	}
@@ -169,7 +170,7 @@ func TestBargeInIsNotAnUnderrun(t *testing.T) {
 				clock.Advance(10 * time.Millisecond)
 				m.send(tc.end)
 			}
-			turn := ev.wait(t, "turn", 2*time.Second, nil)
+			turn := ev.wait(t, "turn", nil)
 			gaps := turn["glitches"].(float64) + turn["interruptions"].(float64)
 			if turn["status"] != tc.status || int(gaps) != tc.gaps || int(turn["interruptions"].(float64)) != tc.inter {
 				t.Errorf("turn summary %v, want status %s, %d gaps, %d interruptions", turn, tc.status, tc.gaps, tc.inter)
@@ -178,7 +179,7 @@ func TestBargeInIsNotAnUnderrun(t *testing.T) {
 				t.Errorf("%d underrun events, want %d", got, tc.gaps)
 			}
 			if tc.gaps == 1 {
-				u := ev.wait(t, "underrun", time.Second, nil)
+				u := ev.wait(t, "underrun", nil)
 				want := 150.0
 				if tc.status == "barge_in" {
 					want = 110
@@ -210,7 +211,7 @@ func TestTTSFactsRescaleVoice(t *testing.T) {
 		sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
 		sent += 3
 		waitReceived(t, s, sent)
-		m := ev.wait(t, "turn", 2*time.Second, func(m map[string]any) bool { return m["session"] == session })
+		m := ev.wait(t, "turn", func(m map[string]any) bool { return m["session"] == session })
 		return m["speech_ms"].(float64)
 	}
 	plain, scaled := speech("model", false), speech("real", true)
@@ -320,7 +321,7 @@ func TestRateLimit(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	for range int(s.Stats().Refused) {
-		if m := readMsg(t, c, time.Second); m["reason"] == reasonRate {
+		if m := readMsg(t, c); m["reason"] == reasonRate {
 			limited++
 		}
 	}
@@ -331,7 +332,10 @@ func TestRateLimit(t *testing.T) {
 
 func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 	t.Parallel()
-	s, ts := startServer(t, Options{Queue: 256})
+	// a write timeout the test cannot outrun on a busy machine: the stuck
+	// subscriber's close frame waits for it to read, however late
+	const writeTimeout = time.Minute
+	s, ts := startServer(t, Options{Queue: 256, WriteTimeout: writeTimeout})
 	// a subscriber that never reads
 	stuck, _, err := websocket.DefaultDialer.Dial(wsURL(ts, "/events"), nil)
 	if err != nil {
@@ -340,7 +344,7 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 	defer stuck.Close()
 	// and one that reads everything
 	fast := dialT(t, ts, "/events", nil)
-	if m := readMsg(t, fast, 2*time.Second); m["type"] != "hello" {
+	if m := readMsg(t, fast); m["type"] != "hello" {
 		t.Fatalf("first event %v, want hello", m)
 	}
 	fast.SetReadDeadline(time.Time{})
@@ -367,13 +371,10 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 			time.Sleep(time.Millisecond) // 24 MB in under a second
 		}
 	}
-	if slowest > 2*time.Second { // a blocking publish waits for the write timeout, 5 s
+	if slowest >= writeTimeout/2 { // a blocking publish waits for the write timeout
 		t.Errorf("a publish took %v: the stuck subscriber held up the monitor", slowest)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for got.Load() < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return got.Load() >= n })
 	if got.Load() != n {
 		t.Errorf("the reading subscriber got %d of %d events", got.Load(), n)
 	}
@@ -381,7 +382,7 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 		t.Errorf("%v subscribers dropped, want the stuck one", got)
 	}
 	// read what was queued for it, up to its close
-	stuck.SetReadDeadline(time.Now().Add(5 * time.Second))
+	stuck.SetReadDeadline(eventually(t))
 	for {
 		_, _, err := stuck.ReadMessage()
 		var ce *websocket.CloseError
@@ -442,10 +443,10 @@ func TestShutdownUnderLoadKeepsRecording(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
+	// shut down mid-stream, once 300 messages are in (however long that
+	// takes), and wait for the shutdown to end
+	waitReceived(t, s, 300)
+	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	wg.Wait()
@@ -487,7 +488,7 @@ func TestMetricsExposed(t *testing.T) {
 	sendT(t, c, `{"type":"chunk","turn":"t1","text":"one"}`)
 	sendT(t, c, `{"type":"chunk","turn":"t1","text":" two"}`)
 	sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
-	ev.wait(t, "turn", 2*time.Second, nil)
+	ev.wait(t, "turn", nil)
 	resp, err := http.Get(ts.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -590,7 +591,7 @@ func TestServeListenerFailureEndsInGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if m := readMsg(t, c, 2*time.Second); m["type"] != "hello" { // the session is open
+	if m := readMsg(t, c); m["type"] != "hello" { // the session is open
 		t.Fatalf("first message %v, want hello", m)
 	}
 	// from here the client never reads: the monitor's close goes unanswered
