@@ -60,6 +60,40 @@ func TestServersRefuseRebinding(t *testing.T) {
 // server without them keeps idle keep-alive connections for ever).
 func TestEveryServerHasTimeouts(t *testing.T) {
 	t.Parallel()
+	eachSource(t, "../../internal/httpserver", func(fset *token.FileSet, n ast.Node) {
+		if lit, ok := n.(*ast.CompositeLit); ok && isSelector(lit.Type, "http", "Server") {
+			t.Errorf("%s: an http.Server made here, not by httpserver.New (no idle timeout)", fset.Position(lit.Pos()))
+		}
+	})
+}
+
+// TestEveryFileGoesThroughOutfile: no code but internal/outfile creates,
+// truncates or removes a file by itself (os.Create removed a user's file
+// on an error; a symlink's target was truncated).
+func TestEveryFileGoesThroughOutfile(t *testing.T) {
+	t.Parallel()
+	eachSource(t, "../../internal/outfile", func(fset *token.FileSet, n ast.Node) {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return
+		}
+		for _, fn := range []string{"Create", "OpenFile", "WriteFile", "Remove", "RemoveAll", "Rename", "Truncate"} {
+			if isSelector(call.Fun, "os", fn) {
+				pos := fset.Position(call.Pos())
+				// the vLLM reader's own temporary copy of its input
+				if filepath.Base(pos.Filename) == "vllm.go" && fn == "Remove" {
+					continue
+				}
+				t.Errorf("%s: os.%s outside internal/outfile (use createOutput or openRecording)", pos, fn)
+			}
+		}
+	})
+}
+
+// eachSource calls visit with every node of every non-test Go file of the
+// module but those in skip.
+func eachSource(t *testing.T, skip string, visit func(*token.FileSet, ast.Node)) {
+	t.Helper()
 	root := "../.."
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -70,7 +104,7 @@ func TestEveryServerHasTimeouts(t *testing.T) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			filepath.ToSlash(filepath.Dir(path)) == "../../internal/httpserver" {
+			filepath.ToSlash(filepath.Dir(path)) == skip {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, 0)
@@ -78,13 +112,7 @@ func TestEveryServerHasTimeouts(t *testing.T) {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.CompositeLit); ok {
-				if sel, ok := lit.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Server" {
-					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "http" {
-						t.Errorf("%s: an http.Server made here, not by httpserver.New (no idle timeout)", fset.Position(lit.Pos()))
-					}
-				}
-			}
+			visit(fset, n)
 			return true
 		})
 		return nil
@@ -92,6 +120,16 @@ func TestEveryServerHasTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// isSelector reports whether e is pkg.name.
+func isSelector(e ast.Expr, pkg, name string) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != name {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && id.Name == pkg
 }
 
 // TestCaptureStopsAtDeadHost: a capture whose first requests all get no
