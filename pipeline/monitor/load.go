@@ -675,10 +675,11 @@ func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedu
 
 // lagHistogram counts send lags: in 10 µs bins below 10 ms, 1 ms bins
 // below 10 s, and one bin above (a million messages a run would otherwise
-// be a million samples).
+// be a million samples), and keeps the largest.
 type lagHistogram struct {
-	bins  [lagFine + lagCoarse + 1]int64
-	count int64
+	bins     [lagFine + lagCoarse + 1]int64
+	count    int64
+	maxNanos int64
 }
 
 const (
@@ -687,6 +688,7 @@ const (
 )
 
 func (h *lagHistogram) add(ns int64) {
+	h.maxNanos = max(h.maxNanos, ns)
 	us := max(ns, 0) / 1000
 	switch {
 	case us < 10*lagFine:
@@ -704,10 +706,11 @@ func (h *lagHistogram) merge(o *lagHistogram) {
 		h.bins[i] += c
 	}
 	h.count += o.count
+	h.maxNanos = max(h.maxNanos, o.maxNanos)
 }
 
-// quantile returns the lag at quantile q: the upper edge of its bin (10 s
-// for the last).
+// quantile returns the lag at quantile q: the upper edge of its bin (the
+// largest lag for the last).
 func (h *lagHistogram) quantile(q float64) time.Duration {
 	if h.count == 0 {
 		return 0
@@ -716,13 +719,17 @@ func (h *lagHistogram) quantile(q float64) time.Duration {
 	var seen int64
 	for i, c := range h.bins {
 		if seen += c; seen >= rank {
-			if i < lagFine {
+			switch {
+			case i < lagFine:
 				return time.Duration(i+1) * 10 * time.Microsecond
+			case i < len(h.bins)-1:
+				return time.Duration(i-lagFine+1) * time.Millisecond
+			default:
+				return time.Duration(h.maxNanos)
 			}
-			return time.Duration(min(i-lagFine+1, lagCoarse)) * time.Millisecond
 		}
 	}
-	return 10 * time.Second
+	return time.Duration(h.maxNanos)
 }
 
 // sendPlan is a sender's sessions, the one due first on top (a heap).

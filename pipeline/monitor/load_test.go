@@ -34,6 +34,7 @@ func TestLagHistogram(t *testing.T) {
 		{0.98, 10 * time.Microsecond},
 		{0.99, 3010 * time.Microsecond},
 		{1, 2501 * time.Millisecond},
+		{0.999, 2501 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		if got := h.quantile(tc.q); got != tc.want {
@@ -44,7 +45,7 @@ func TestLagHistogram(t *testing.T) {
 	m.add(-1)   // a clock read twice: 0
 	m.add(20e9) // beyond the last bin
 	m.merge(&h)
-	if m.count != 102 || m.quantile(1) != 10*time.Second || m.bins[0] != 99 {
+	if m.count != 102 || m.quantile(1) != 20*time.Second || m.bins[0] != 99 {
 		t.Errorf("merged: count %d, max %v, first bin %d", m.count, m.quantile(1), m.bins[0])
 	}
 }
