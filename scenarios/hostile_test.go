@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/speech-pipeline/underrun/internal/memtest"
+	"github.com/speech-pipeline/underrun/pipeline/memtest"
 )
 
 // hostileDir holds the hostile YAML documents shared by every decoder's
 // tests; each file's first line says what its error must say.
-const hostileDir = "../internal/yamlguard/testdata/hostile"
+const hostileDir = "../tts/yamlguard/testdata/hostile"
 
 func hostileFiles(t testing.TB) []string {
 	files, err := filepath.Glob(filepath.Join(hostileDir, "*.yaml"))

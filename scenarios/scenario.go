@@ -18,11 +18,11 @@ import (
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 
-	"github.com/speech-pipeline/underrun/internal/yamlguard"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/sim"
 	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/yamlguard"
 )
 
 // Defaults of a scenario.

@@ -12,8 +12,8 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/speech-pipeline/underrun/internal/memtest"
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/memtest"
 	"github.com/speech-pipeline/underrun/tts"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/speech-pipeline/underrun/internal/yamlguard"
+	"github.com/speech-pipeline/underrun/tts/yamlguard"
 )
 
 // ProfileFormat names the voice profile file format; Version is its

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-pipeline/underrun/internal/memtest"
+	"github.com/speech-pipeline/underrun/pipeline/memtest"
 )
 
 func TestReadProfile(t *testing.T) {
@@ -72,7 +72,7 @@ func TestProfileRoundTrip(t *testing.T) {
 
 // hostileDir holds the hostile YAML documents shared by every decoder's
 // tests; each file's first line says what its error must say.
-const hostileDir = "../internal/yamlguard/testdata/hostile"
+const hostileDir = "yamlguard/testdata/hostile"
 
 // TestReadProfileHostile: alias bombs, deep nesting (80 KB of it cost
 // gigabytes) and a huge profile are refused with the line, within bounded

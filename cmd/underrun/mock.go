@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/speech-pipeline/underrun/internal/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
@@ -222,7 +222,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, allowHosts []st
 }
 
 // bindAllowHost binds --allow-host, the Host names a server answers
-// besides loopback ones (see internal/httpserver); more says what else
+// besides loopback ones (see pipeline/httpserver); more says what else
 // holds.
 func bindAllowHost(fs *pflag.FlagSet, hosts *[]string, more string) {
 	fs.StringSliceVar(hosts, "allow-host", nil, "`HOST` name to answer besides localhost, loopback addresses and the address listened on (repeatable; * for any)"+more+"; other names are refused, so that no web page can reach this server by DNS rebinding")

@@ -23,7 +23,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/speech-pipeline/underrun/internal/httpserver"
+	"github.com/speech-pipeline/underrun/pipeline/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
 	"github.com/speech-pipeline/underrun/pipeline/monitor/prometheus"
 	"github.com/speech-pipeline/underrun/pipeline/trace"

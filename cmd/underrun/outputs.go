@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/speech-pipeline/underrun/internal/outfile"
+	"github.com/speech-pipeline/underrun/cmd/underrun/internal/outfile"
 )
 
 // Every file a command writes goes through one of two functions here:

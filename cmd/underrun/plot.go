@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/speech-pipeline/underrun/internal/outfile"
+	"github.com/speech-pipeline/underrun/cmd/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/plot"
 	"github.com/speech-pipeline/underrun/pipeline/trace"

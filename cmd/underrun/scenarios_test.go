@@ -37,7 +37,7 @@ func TestPrintedScenarioRuns(t *testing.T) {
 // took them past 6 GB) and deep nesting with exit 2, naming the line.
 func TestHostileScenarioFiles(t *testing.T) {
 	t.Parallel()
-	dir := "../../internal/yamlguard/testdata/hostile"
+	dir := "../../tts/yamlguard/testdata/hostile"
 	for _, f := range []string{"alias-bomb-corpus.yaml", "alias-bomb-expect.yaml", "deep-flow.yaml"} {
 		path := filepath.Join(dir, f)
 		for _, args := range [][]string{{"sim", path}, {"mock", "--listen", "127.0.0.1:0", "--scenario", path}} {

@@ -56,23 +56,23 @@ func TestServersRefuseRebinding(t *testing.T) {
 }
 
 // TestEveryServerHasTimeouts: every http.Server in the module is made by
-// internal/httpserver, which sets the read-header and idle timeouts (a
+// pipeline/httpserver, which sets the read-header and idle timeouts (a
 // server without them keeps idle keep-alive connections for ever).
 func TestEveryServerHasTimeouts(t *testing.T) {
 	t.Parallel()
-	eachSource(t, "../../internal/httpserver", func(fset *token.FileSet, n ast.Node) {
+	eachSource(t, "../../pipeline/httpserver", func(fset *token.FileSet, n ast.Node) {
 		if lit, ok := n.(*ast.CompositeLit); ok && isSelector(lit.Type, "http", "Server") {
 			t.Errorf("%s: an http.Server made here, not by httpserver.New (no idle timeout)", fset.Position(lit.Pos()))
 		}
 	})
 }
 
-// TestEveryFileGoesThroughOutfile: no code but internal/outfile creates,
+// TestEveryFileGoesThroughOutfile: no code but cmd/underrun/internal/outfile creates,
 // truncates or removes a file by itself (os.Create removed a user's file
 // on an error; a symlink's target was truncated).
 func TestEveryFileGoesThroughOutfile(t *testing.T) {
 	t.Parallel()
-	eachSource(t, "../../internal/outfile", func(fset *token.FileSet, n ast.Node) {
+	eachSource(t, "../../cmd/underrun/internal/outfile", func(fset *token.FileSet, n ast.Node) {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
 			return
@@ -84,7 +84,7 @@ func TestEveryFileGoesThroughOutfile(t *testing.T) {
 				if filepath.Base(pos.Filename) == "vllm.go" && fn == "Remove" {
 					continue
 				}
-				t.Errorf("%s: os.%s outside internal/outfile (use createOutput or openRecording)", pos, fn)
+				t.Errorf("%s: os.%s outside cmd/underrun/internal/outfile (use createOutput or openRecording)", pos, fn)
 			}
 		}
 	})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/speech-pipeline/underrun/internal/outfile"
+	"github.com/speech-pipeline/underrun/cmd/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/render"

@@ -26,8 +26,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fastjson"
 
-	"github.com/speech-pipeline/underrun/internal/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 

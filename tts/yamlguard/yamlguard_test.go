@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/speech-pipeline/underrun/internal/memtest"
+	"github.com/speech-pipeline/underrun/pipeline/memtest"
 )
 
 // billionLaughs is a 9-level alias bomb: 9^9 (387 million) strings.
