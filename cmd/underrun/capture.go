@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -277,7 +278,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		_ = rxstamp.Warm(cmd.Context())
 	}
 
-	bar := c.progressBar(load)
+	bar, barOut := c.progressBar(load)
 	var (
 		mu       sync.Mutex
 		tally    = map[pipeline.Status]int{}
@@ -344,6 +345,9 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		} else {
 			bar.Finish()
 		}
+		// the spinner's goroutine redraws on its own ticker, after Exit
+		// too: nothing of it reaches stderr from here on
+		barOut.Close()
 		fmt.Fprintln(c.env.stderr)
 	}
 	for _, t := range held {
@@ -379,9 +383,10 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	return err
 }
 
-// progressBar returns a progress bar on stderr, or nil when none is
-// wanted.
-func (c *captureCommand) progressBar(load openai.Load) *progressbar.ProgressBar {
+// progressBar returns a progress bar on stderr and the writer it draws
+// through, or nil when none is wanted. Close the writer before writing to
+// stderr again.
+func (c *captureCommand) progressBar(load openai.Load) (*progressbar.ProgressBar, *barWriter) {
 	show := false
 	switch c.progress {
 	case "always":
@@ -392,21 +397,51 @@ func (c *captureCommand) progressBar(load openai.Load) *progressbar.ProgressBar 
 		}
 	}
 	if !show {
-		return nil
+		return nil, nil
 	}
 	max := load.Requests
 	if max == 0 {
 		max = -1 // a spinner: the run ends by time
 	}
+	out := &barWriter{w: c.env.stderr}
 	return progressbar.NewOptions(max,
-		progressbar.OptionSetWriter(c.env.stderr),
+		progressbar.OptionSetWriter(out),
 		progressbar.OptionSetDescription("capture"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString("req"),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionSetElapsedTime(true),
-	)
+	), out
+}
+
+// barWriter is a progress bar's way to stderr. A spinner (a bar of
+// unknown length) is redrawn by a goroutine of the bar's own, on a ticker
+// that neither Finish nor Exit stops, so every write goes through a lock
+// and, once Close has returned, none goes through at all: the command's
+// own lines are never raced or erased by a late redraw.
+type barWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+// Write writes p to the underlying writer, or drops it once closed.
+func (b *barWriter) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return len(p), nil
+	}
+	return b.w.Write(p)
+}
+
+// Close waits for a write in progress and stops every later one.
+func (b *barWriter) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	return nil
 }
 
 // loadPrompts reads the --prompts file, or returns the built-in prompts
