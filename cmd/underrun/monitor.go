@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -124,7 +125,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	c.engine.bind(fs)
-	fs.StringVar(&c.listen, "listen", defaultMonitorListen, "`HOST:PORT` to listen on; anything but loopback needs --token")
+	fs.StringVar(&c.listen, "listen", defaultMonitorListen, "`HOST:PORT` to listen on, or unix:PATH for a Unix socket; anything but loopback or a socket needs --token")
 	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "bearer token every request must carry (default $UNDERRUN_MONITOR_TOKEN)")
 	fs.StringSliceVar(&c.origins, "origin", nil, "browser `ORIGIN` allowed besides the monitor's own (repeatable; * for any)")
 	fs.StringVar(&c.record, "record", "", "write everything received to `FILE` as a native trace")
@@ -208,8 +209,13 @@ func (a *asyncWriter) Close() int {
 	return n
 }
 
-// checkListen refuses an address other than loopback without a token.
+// checkListen refuses an address other than loopback without a token. A
+// Unix socket (unix:PATH) is local: its file's permissions say who may
+// connect.
 func checkListen(addr, token string) error {
+	if monitor.IsUnix(addr) {
+		return nil
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--listen %q: %w", addr, err)
@@ -297,7 +303,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		}
 		return usageError{err}
 	}
-	ln, err := net.Listen("tcp", c.listen)
+	ln, err := monitor.Listen(c.listen)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		if rec != nil {
@@ -305,8 +311,12 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		}
 		return usagef("--listen: %w", err)
 	}
-	addr := ln.Addr().String()
-	fmt.Fprintf(c.env.stderr, "underrun monitor on http://%s/  (ingest ws://%s/ingest, events ws://%s/events, metrics http://%s/metrics)\n", addr, addr, addr, addr)
+	if base := monitor.BaseURL(ln); monitor.IsUnix(base) {
+		fmt.Fprintf(c.env.stderr, "underrun monitor on %s  (over the socket: ingest ws://localhost/ingest, events ws://localhost/events, metrics http://localhost/metrics)\n", base)
+	} else {
+		addr := ln.Addr().String()
+		fmt.Fprintf(c.env.stderr, "underrun monitor on http://%s/  (ingest ws://%s/ingest, events ws://%s/events, metrics http://%s/metrics)\n", addr, addr, addr, addr)
+	}
 	err = srv.Serve(ctx, ln, c.grace)
 	if rec != nil {
 		if cerr := rec.Close(); err == nil && cerr != nil {
@@ -455,7 +465,12 @@ as many loopback sockets, one write(2) each, against a sink in a process of
 its own: on loopback the writer also pays the kernel's work for the
 receiving socket, so no load generator sends faster there), and reports, per
 run, the CPU time the hypervisor gave to other guests (steal): latencies
-measured on a busy host grow with all three. The load is sent by one
+measured on a busy host grow with all three. The targets it starts are
+reached over Unix sockets (--network unix, the default): over loopback TCP
+the kernel does the receiving socket's work on the sender's CPU too, and
+one CPU cannot then write a message to each of 5,000 sockets 25 times a
+second, so the load generator, not the target, would be measured
+(--network tcp measures that path all the same). The load is sent by one
 goroutine per CPU it may use, each keeping the schedule of its share of the
 sessions. --record FILE has the monitor record what it accepts (monitor
 --record), to see what recording costs. With --to it drives that
@@ -483,6 +498,9 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
 				return usagef("--sessions, --rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
 			}
+			if lf.network != "unix" && lf.network != "tcp" {
+				return usagef("--network %q: want unix or tcp", lf.network)
+			}
 			if lf.record != "" && (lf.inProcess || opts.URL != "") {
 				return usagef("--record is for the monitor monitor load starts in a process of its own (not with --in-process or --to)")
 			}
@@ -503,6 +521,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.BoolVar(&lf.inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
 	fs.StringVar(&lf.record, "record", "", "the monitor records what it accepts to `FILE` (monitor --record), to measure what recording costs")
 	fs.BoolVar(&lf.shareCPUs, "share-cpus", false, "let the targets and the load share every CPU (by default each target runs on half of them, the load on the rest)")
+	fs.StringVar(&lf.network, "network", defaultLoadNetwork, "how the load reaches the targets it starts: `unix` (Unix sockets) or tcp (loopback TCP)")
 	return cmd
 }
 
@@ -582,12 +601,12 @@ func newMonitorEchoCommand(e *env) *cobra.Command {
 			if err := checkListen(listen, ""); err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", listen)
+			ln, err := monitor.Listen(listen)
 			if err != nil {
 				return usagef("--listen: %w", err)
 			}
 			hs := httpserver.New(monitor.EchoHandler())
-			fmt.Fprintf(e.stderr, "underrun echo on http://%s/\n", ln.Addr())
+			fmt.Fprintf(e.stderr, "underrun echo on %s \n", monitor.BaseURL(ln))
 			go func() {
 				<-cmd.Context().Done()
 				hs.Close()
@@ -598,7 +617,7 @@ func newMonitorEchoCommand(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address (or unix:PATH) to listen on")
 	return cmd
 }
 
@@ -615,27 +634,49 @@ func newMonitorSinkCommand(e *env) *cobra.Command {
 			if err := checkListen(listen, ""); err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", listen)
+			ln, err := monitor.Listen(listen)
 			if err != nil {
 				return usagef("--listen: %w", err)
 			}
-			fmt.Fprintf(e.stderr, "underrun sink on http://%s/\n", ln.Addr())
+			fmt.Fprintf(e.stderr, "underrun sink on %s \n", monitor.BaseURL(ln))
 			return monitor.Sink(cmd.Context(), ln)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address to listen on")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address (or unix:PATH) to listen on")
 	return cmd
 }
 
 // writeFloor measures monitor.WriteFloor over conns connections to a sink
 // in a process of its own on cpus (none: anywhere), for a second.
-func writeFloor(ctx context.Context, cpus []int, conns int) (float64, error) {
-	t, err := spawn(ctx, cpus, "monitor", "sink", "--listen", "127.0.0.1:0")
+func writeFloor(ctx context.Context, cpus []int, conns int, net loadNet) (float64, error) {
+	t, err := spawn(ctx, cpus, "monitor", "sink", "--listen", net.listen("sink"))
 	if err != nil {
 		return 0, err
 	}
 	defer t.stop()
 	return monitor.WriteFloor(ctx, strings.TrimPrefix(t.url, "http://"), conns, time.Second)
+}
+
+// loadNet is how monitor load reaches its targets: loopback TCP, or Unix
+// sockets in dir.
+type loadNet struct {
+	unix bool
+	dir  string
+}
+
+// listen is the --listen address of the target called name.
+func (n loadNet) listen(name string) string {
+	if n.unix {
+		return monitor.UnixPrefix + filepath.Join(n.dir, name+".sock")
+	}
+	return "127.0.0.1:0"
+}
+
+func (n loadNet) String() string {
+	if n.unix {
+		return "Unix sockets"
+	}
+	return "loopback TCP"
 }
 
 // target is a server monitor load drives: its address, how to count what
@@ -648,7 +689,7 @@ type target struct {
 	stop     func() error
 }
 
-var listenLine = regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
+var listenLine = regexp.MustCompile(`on (http://127\.0\.0\.1:\d+|unix:\S+)[/ ]`)
 
 // spawn starts this executable with args, waits for it to say where it
 // listens, and returns it as a target.
@@ -660,7 +701,7 @@ func spawn(ctx context.Context, cpus []int, args ...string) (*target, error) {
 	t := &target{}
 	if err := startChild(ctx, cmd, cpus, "say where it listens", func(line string) bool {
 		if m := listenLine.FindStringSubmatch(line); m != nil {
-			t.url = "http://" + m[1]
+			t.url = m[1]
 		}
 		return t.url != ""
 	}); err != nil {
@@ -754,12 +795,8 @@ func peakMemoryOf(pid int) string {
 }
 
 // inProcess starts an echo server or a monitor inside this process.
-func inProcess(echo bool, opts monitor.LoadOptions) (*target, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	t := &target{url: "http://" + ln.Addr().String()}
+func inProcess(echo bool, opts monitor.LoadOptions, ln net.Listener) (*target, error) {
+	t := &target{url: monitor.BaseURL(ln)}
 	if echo {
 		hs := httpserver.New(monitor.EchoHandler())
 		go hs.Serve(ln)
@@ -786,6 +823,7 @@ func inProcess(echo bool, opts monitor.LoadOptions) (*target, error) {
 type loadFlags struct {
 	noEcho, inProcess, shareCPUs bool
 	record                       string // the monitor's --record
+	network                      string // unix or tcp
 }
 
 // runLoad drives an echo server and a monitor (or the monitor at opts.URL)
@@ -793,6 +831,15 @@ type loadFlags struct {
 func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags) error {
 	here, noEcho, shareCPUs := lf.inProcess, lf.noEcho, lf.shareCPUs
 	w := e.stdout
+	ln := loadNet{unix: lf.network == "unix"}
+	if ln.unix && opts.URL == "" {
+		dir, err := os.MkdirTemp("", "underrun-load-")
+		if err != nil {
+			return fmt.Errorf("load: a directory for the sockets: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		ln.dir = dir
+	}
 	mode := "each target in its own process"
 	switch {
 	case opts.URL != "":
@@ -800,8 +847,15 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	case here:
 		mode = "targets inside this process"
 	}
-	fmt.Fprintf(w, "load: %d sessions x %g chunks/s for %v (%.0f messages/s while streaming), loopback, %d CPUs, %s\n",
-		opts.Sessions, opts.Rate, opts.Duration, float64(opts.Sessions)*opts.Rate, numCPU(), mode)
+	via := ln.String()
+	if opts.URL != "" {
+		via = "loopback TCP"
+		if monitor.IsUnix(opts.URL) {
+			via = "a Unix socket"
+		}
+	}
+	fmt.Fprintf(w, "load: %d sessions x %g chunks/s for %v (%.0f messages/s while streaming), over %s, %d CPUs, %s\n",
+		opts.Sessions, opts.Rate, opts.Duration, float64(opts.Sessions)*opts.Rate, via, numCPU(), mode)
 	// the target on CPUs of its own, as it would be on a server of its
 	// own: sharing them with the load, it waits for the load generator's
 	// threads and its latency measures the benchmark rather than itself
@@ -822,13 +876,13 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	fmt.Fprintf(w, "this machine, idle: a 1 ms sleep wakes late by p50 %s, p99 %s, max %s (the floor under the latencies below)\n",
 		ms(wake.P50), ms(wake.P99), ms(wake.Max))
 	if opts.URL == "" && !here {
-		floor, err := writeFloor(ctx, targetCPUs, opts.Sessions)
+		floor, err := writeFloor(ctx, targetCPUs, opts.Sessions, ln)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "write floor: a bare loop on the load's CPUs writes %.0f messages/s, one write(2) each, to %d loopback sockets in turn\n"+
+		fmt.Fprintf(w, "write floor: a bare loop on the load's CPUs writes %.0f messages/s, one write(2) each, to %d %s in turn\n"+
 			"  (%.2fx what this load sends while streaming; no load generator sends faster here)\n",
-			floor, opts.Sessions, floor/(float64(opts.Sessions)*opts.Rate))
+			floor, opts.Sessions, ln, floor/(float64(opts.Sessions)*opts.Rate))
 	}
 	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s %6s\n",
 		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU", "steal")
@@ -910,11 +964,14 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 			var err error
 			switch {
 			case here:
-				t, err = inProcess(name == "echo", opts)
+				var l net.Listener
+				if l, err = monitor.Listen(ln.listen(name)); err == nil {
+					t, err = inProcess(name == "echo", opts, l)
+				}
 			case name == "echo":
-				t, err = spawn(ctx, targetCPUs, "monitor", "echo", "--listen", "127.0.0.1:0")
+				t, err = spawn(ctx, targetCPUs, "monitor", "echo", "--listen", ln.listen(name))
 			default:
-				args := []string{"monitor", "--listen", "127.0.0.1:0", "--events", "", "--warn-tolerance", "0", "--load-model",
+				args := []string{"monitor", "--listen", ln.listen(name), "--events", "", "--warn-tolerance", "0", "--load-model",
 					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions + 10)}
 				if lf.record != "" {
 					args = append(args, "--record", lf.record)
@@ -944,3 +1001,14 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// defaultLoadNetwork is how monitor load reaches the targets it starts:
+// Unix sockets where the system has them. Over loopback TCP the kernel's
+// work for the receiving socket is charged to the sender's CPU, which
+// then cannot write a message to each of 5,000 sockets 25 times a second.
+var defaultLoadNetwork = func() string {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		return "tcp"
+	}
+	return "unix"
+}()

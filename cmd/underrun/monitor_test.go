@@ -141,6 +141,7 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor", "feed", "x.jsonl"}, "--to"},
 		{[]string{"monitor", "feed", "/nonexistent.jsonl", "--to", "http://127.0.0.1:1"}, "no such file"},
 		{[]string{"monitor", "load", "--sessions", "0"}, "must be positive"},
+		{[]string{"monitor", "load", "--network", "udp"}, `--network "udp": want unix or tcp`},
 	}
 	for _, tc := range tests {
 		code, _, errOut := runCLI(t, "", tc.args...)
@@ -152,9 +153,22 @@ func TestMonitorUsage(t *testing.T) {
 
 func TestMonitorLoadSmall(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "600ms", "--turn-chunks", "12", "--stall-after", "4", "--in-process")
+	for _, network := range []string{"unix", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			t.Parallel()
+			testMonitorLoadSmall(t, network)
+		})
+	}
+}
+
+func testMonitorLoadSmall(t *testing.T, network string) {
+	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "600ms", "--turn-chunks", "12", "--stall-after", "4", "--in-process",
+		"--network", network)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if via := map[string]string{"unix": "over Unix sockets", "tcp": "over loopback TCP"}[network]; !strings.Contains(out, via) {
+		t.Errorf("the load does not say it ran %s:\n%s", via, out)
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`\necho +(\d+) +(\d+) +0 `),
@@ -214,7 +228,7 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 	if !strings.Contains(out, "each target in its own process") {
 		t.Errorf("not run in processes of their own:\n%s", out)
 	}
-	if !regexp.MustCompile(`write floor: a bare loop on the load's CPUs writes [1-9]\d* messages/s, one write\(2\) each, to 20 loopback sockets`).MatchString(out) {
+	if !regexp.MustCompile(`write floor: a bare loop on the load's CPUs writes [1-9]\d* messages/s, one write\(2\) each, to 20 Unix sockets`).MatchString(out) {
 		t.Errorf("no write floor:\n%s", out)
 	}
 	// on Linux with two CPUs or more, the targets ran on CPUs of their own

@@ -3,7 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,7 +18,8 @@ import (
 
 // IngestURL returns the ingest websocket address of a monitor for session
 // (empty: the monitor names it). base is the monitor's address, as
-// http://host:port, ws://host:port or host:port, with or without a path.
+// http://host:port, ws://host:port or host:port, with or without a path,
+// or unix:PATH (the address is then ws://localhost/..., over the socket).
 func IngestURL(base, session string) (string, error) {
 	return endpoint(base, "/ingest", "session", session)
 }
@@ -28,6 +28,12 @@ func IngestURL(base, session string) (string, error) {
 func EventsURL(base string) (string, error) { return endpoint(base, "/events", "", "") }
 
 func endpoint(base, path, key, value string) (string, error) {
+	if p, ok := socketPath(base); ok {
+		if p == "" {
+			return "", fmt.Errorf("monitor address %q: want unix:PATH, the socket's path", base)
+		}
+		base = "ws://localhost"
+	}
 	if !strings.Contains(base, "://") {
 		base = "ws://" + base
 	}
@@ -55,16 +61,17 @@ func endpoint(base, path, key, value string) (string, error) {
 	return u.String(), nil
 }
 
-// dial opens a websocket with an optional bearer token.
-func dial(ctx context.Context, addr, token string) (*websocket.Conn, error) {
-	return dialWith(ctx, websocket.Dialer{HandshakeTimeout: 10 * time.Second}, addr, token)
+// dial opens a websocket to addr (an endpoint of the monitor at base)
+// with an optional bearer token.
+func dial(ctx context.Context, base, addr, token string) (*websocket.Conn, error) {
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: netDial(base)}
+	return dialWith(ctx, d, addr, token)
 }
 
 // dialStamped is dial for a connection whose reads carry the kernel's
-// receive time (rxstamp.Stamp of its NetConn).
-func dialStamped(ctx context.Context, addr, token string) (*websocket.Conn, error) {
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second,
-		NetDialContext: rxstamp.Dialer((&net.Dialer{}).DialContext)}
+// receive time (rxstamp.Stamp of its NetConn) where the system gives one.
+func dialStamped(ctx context.Context, base, addr, token string) (*websocket.Conn, error) {
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: rxstamp.Dialer(netDial(base))}
 	return dialWith(ctx, d, addr, token)
 }
 

@@ -114,7 +114,7 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 			closeAll()
 			return st, err
 		}
-		conn, err := dial(ctx, addr, opts.Token)
+		conn, err := dial(ctx, opts.URLs[shard], addr, opts.Token)
 		if err != nil {
 			closeAll()
 			return st, err

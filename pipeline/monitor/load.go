@@ -55,7 +55,8 @@ func LoadConfig() pipeline.Config {
 
 // LoadOptions configure Load.
 type LoadOptions struct {
-	// URL is the target's address (http://host:port).
+	// URL is the target's address (http://host:port, or unix:PATH for a
+	// monitor on a Unix socket).
 	URL string
 	// Echo says the target is an echo server (EchoHandler): every message
 	// comes back and is counted there, and no events are watched.
@@ -213,7 +214,7 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 			addr, err := IngestURL(opts.URL, "load"+strconv.Itoa(i))
 			if err == nil {
 				var c *websocket.Conn
-				if c, err = dial(ctx, addr, opts.Token); err == nil {
+				if c, err = dial(ctx, opts.URL, addr, opts.Token); err == nil {
 					conns[i] = &loadConn{conn: c, done: make(chan struct{})}
 					go conns[i].read()
 					return
@@ -414,7 +415,7 @@ func WatchDrains(ctx context.Context, url, token string) (*DrainWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := dialStamped(ctx, addr, token)
+	conn, err := dialStamped(ctx, url, addr, token)
 	if err != nil {
 		return nil, err
 	}
@@ -542,7 +543,7 @@ func ScrapeReceived(ctx context.Context, base, token string) (int64, error) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(base).Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("metrics: %w", err)
 	}
@@ -746,7 +747,7 @@ func (p *sendPlan) Pop() any {
 	return x
 }
 
-// Sink accepts TCP connections on ln and reads and drops every byte they
+// Sink accepts connections on ln and reads and drops every byte they
 // send, until ctx ends: the receiving end of WriteFloor.
 func Sink(ctx context.Context, ln net.Listener) error {
 	go func() {
@@ -773,13 +774,17 @@ var floorMessage = make([]byte, 60)
 
 // WriteFloor measures the most messages this process can send here: a
 // bare loop (one per CPU it may use) writing a 60-byte message to each of
-// conns loopback TCP connections to the Sink at addr in turn, one write(2)
-// each, for d. It returns the messages per second. On loopback the
-// kernel's work for the receiving socket is done by the writer too, so
-// this is the floor under the cost of any load generator's message: none
-// sends faster on these CPUs.
+// conns connections to the Sink at addr (host:port over TCP, or
+// unix:PATH) in turn, one write(2) each, for d. It returns the messages
+// per second. On loopback the kernel's work for the receiving socket is
+// done by the writer too, so this is the floor under the cost of any load
+// generator's message: none sends faster on these CPUs.
 func WriteFloor(ctx context.Context, addr string, conns int, d time.Duration) (float64, error) {
 	var dialer net.Dialer
+	network := "tcp"
+	if p, ok := socketPath(addr); ok {
+		network, addr = "unix", p
+	}
 	cs := make([]net.Conn, 0, conns)
 	defer func() {
 		for _, c := range cs {
@@ -787,7 +792,7 @@ func WriteFloor(ctx context.Context, addr string, conns int, d time.Duration) (f
 		}
 	}()
 	for range conns {
-		c, err := dialer.DialContext(ctx, "tcp", addr)
+		c, err := dialer.DialContext(ctx, network, addr)
 		if err != nil {
 			return 0, fmt.Errorf("write floor: %w", err)
 		}

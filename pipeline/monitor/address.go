@@ -1,0 +1,90 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// UnixPrefix marks a monitor address that is a Unix socket: unix:PATH,
+// for --listen as for a client's --to. Over the socket the monitor speaks
+// the same HTTP and websockets as over TCP, addressed to host localhost.
+const UnixPrefix = "unix:"
+
+// socketPath returns the path of a unix:PATH address.
+func socketPath(addr string) (string, bool) {
+	p, ok := strings.CutPrefix(addr, UnixPrefix)
+	if !ok {
+		return "", false
+	}
+	return strings.TrimPrefix(p, "//"), true // unix:///run/x.sock too
+}
+
+// IsUnix reports whether addr is a Unix socket address (unix:PATH).
+func IsUnix(addr string) bool {
+	_, ok := socketPath(addr)
+	return ok
+}
+
+// Listen listens on addr: host:port for TCP, or unix:PATH for a Unix
+// socket. A Unix socket replaces only a stale socket at PATH (one that
+// nothing answers on), never another file, and is removed when the
+// listener closes.
+func Listen(addr string) (net.Listener, error) {
+	path, ok := socketPath(addr)
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%q: want unix:PATH, the socket's path", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket: not replacing it", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: something already listens there", path)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return net.Listen("unix", path)
+}
+
+// BaseURL is the address a client gives for a monitor listening on ln:
+// http://host:port, or unix:PATH.
+func BaseURL(ln net.Listener) string {
+	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		return UnixPrefix + a.Name
+	}
+	return "http://" + ln.Addr().String()
+}
+
+// netDial dials a monitor's address: its Unix socket for unix:PATH, the
+// host in the URL otherwise.
+func netDial(base string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	if path, ok := socketPath(base); ok {
+		return func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", path)
+		}
+	}
+	return d.DialContext
+}
+
+// httpClient is the HTTP client for a monitor's address.
+func httpClient(base string) *http.Client {
+	if !IsUnix(base) {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: netDial(base)}, Timeout: 30 * time.Second}
+}

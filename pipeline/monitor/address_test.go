@@ -1,0 +1,115 @@
+package monitor
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// TestMonitorOverUnixSocket serves a monitor on a Unix socket and drives
+// it as a client does with unix:PATH: ingest, events and /metrics.
+func TestMonitorOverUnixSocket(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.sock")
+	ln, err := Listen(UnixPrefix + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := BaseURL(ln)
+	if base != UnixPrefix+path {
+		t.Errorf("BaseURL = %q, want %q", base, UnixPrefix+path)
+	}
+	srv, err := New(Options{Config: LoadConfig(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, 5*time.Second) }()
+
+	if _, err := Listen(base); err == nil || !strings.Contains(err.Error(), "already listens") {
+		t.Errorf("a second Listen on a live socket: %v, want a refusal", err)
+	}
+	res, err := Load(context.Background(), LoadOptions{URL: base, Sessions: 5, Rate: 50, Duration: 500 * time.Millisecond,
+		TurnChunks: 10, StallAfter: 4, Stall: 200 * time.Millisecond,
+		Received: func() int64 {
+			n, err := ScrapeReceived(context.Background(), base, "")
+			if err != nil {
+				t.Errorf("metrics over the socket: %v", err)
+				return -1
+			}
+			return n
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent == 0 || res.Lost != 0 || res.Received != res.Sent || res.Drains == 0 {
+		t.Errorf("over the socket: sent %d, received %d, lost %d, drains %d; want all received and some drains",
+			res.Sent, res.Received, res.Lost, res.Drains)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the socket is still there after the monitor stopped: %v", err)
+	}
+}
+
+// TestListenUnixKeepsFiles: Listen replaces a stale socket, never a file
+// that is not one.
+func TestListenUnixKeepsFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(UnixPrefix + file); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("Listen over a regular file: %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep me" {
+		t.Errorf("the file now holds %q", b)
+	}
+	if _, err := Listen(UnixPrefix); err == nil {
+		t.Error("unix: with no path accepted")
+	}
+
+	// a socket left behind by a process that died
+	stale := filepath.Join(dir, "stale.sock")
+	old, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.(*net.UnixListener).SetUnlinkOnClose(false)
+	old.Close()
+	ln, err := Listen(UnixPrefix + stale)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	ln.Close()
+}
+
+func TestUnixEndpoints(t *testing.T) {
+	t.Parallel()
+	for base, want := range map[string]string{
+		"unix:/run/underrun.sock":   "ws://localhost/ingest?session=s1",
+		"unix:///run/underrun.sock": "ws://localhost/ingest?session=s1",
+	} {
+		if got, err := IngestURL(base, "s1"); err != nil || got != want {
+			t.Errorf("IngestURL(%q) = %q, %v; want %q", base, got, err, want)
+		}
+		if p, _ := socketPath(base); p != "/run/underrun.sock" {
+			t.Errorf("socketPath(%q) = %q", base, p)
+		}
+	}
+	if _, err := IngestURL("unix:", "s"); err == nil {
+		t.Error("unix: with no path accepted")
+	}
+}
