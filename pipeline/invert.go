@@ -1,6 +1,12 @@
 package pipeline
 
-import "time"
+import (
+	"encoding/binary"
+	"reflect"
+	"time"
+
+	"github.com/speech-pipeline/underrun/tts"
+)
 
 // Retime returns a copy of t whose tokens arrive at a constant pace: the
 // first at ttft, every later token tpot after the one before. A chunk of
@@ -24,6 +30,9 @@ func retime(chunks []Chunk, ttft, tpot time.Duration) {
 // MaxTPOTLimit is the largest TPOT the MaxTPOT search considers.
 const MaxTPOTLimit = 10 * time.Second
 
+// maxTPOTResolution is where the MaxTPOT search stops halving.
+const maxTPOTResolution = 10 * time.Microsecond
+
 // MaxTPOT answers "is this TPOT enough?" for one turn's text and TTS: the
 // largest constant TPOT (to 10 µs) at which the turn, with its own TTFT,
 // plays with no interruption. ok is false when even instant tokens
@@ -32,6 +41,11 @@ const MaxTPOTLimit = 10 * time.Second
 // save allocations; nil makes one. Config.Measured is left out: measured
 // timings are those of the token timing that was measured, and the
 // question is about others, which the models answer.
+//
+// The search doubles the TPOT from 50 ms while the turn plays clean, then
+// halves the interval between the last clean TPOT and the first that
+// interrupts until it is 10 µs wide; a play stops at its first
+// interruption, since that settles it.
 func MaxTPOT(cfg Config, t *Turn, scratch *Playout) (tpot time.Duration, ok bool, err error) {
 	if len(t.Chunks) == 0 {
 		return 0, false, nil
@@ -45,32 +59,55 @@ func MaxTPOT(cfg Config, t *Turn, scratch *Playout) (tpot time.Duration, ok bool
 			return 0, false, err
 		}
 	}
+	tpot, ok = searchMaxTPOT(p, t, nil)
+	return tpot, ok, nil
+}
+
+// searchMaxTPOT runs MaxTPOT's search for t on p (a Playout without
+// Config.Measured). retimed, when it has room for t's chunks, is used as
+// the scratch copy of them.
+func searchMaxTPOT(p *Playout, t *Turn, retimed []Chunk) (time.Duration, bool) {
 	ttft := t.Chunks[0].At
-	retimed := Retime(t, ttft, 0)
+	retimed = append(retimed[:0], t.Chunks...)
+	turn := *t
+	turn.Chunks = retimed
+	_, inContext := p.cfg.Durations.(ContextDurations)
 	clean := func(tpot time.Duration) bool {
-		retime(retimed.Chunks, ttft, tpot)
-		if err := p.PlayTurn(retimed); err != nil {
-			return false
-		}
-		for _, u := range p.Underruns {
-			if u.Class == Interruption {
+		retime(retimed, ttft, tpot)
+		if inContext {
+			// measured in the context of the whole turn: PlayTurn knows it
+			if err := p.PlayTurn(&turn); err != nil {
 				return false
 			}
+			return !interrupts(p.Underruns)
 		}
-		return true
+		p.Reset(turn.ID)
+		seen := 0
+		for i := range retimed {
+			if p.push(&retimed[i]) != nil {
+				return false
+			}
+			// a gap's length is known once it is found, and never changes
+			if interrupts(p.Underruns[seen:]) {
+				return false
+			}
+			seen = len(p.Underruns)
+		}
+		p.End()
+		return p.err == nil && !interrupts(p.Underruns[seen:])
 	}
 	if !clean(0) {
-		return 0, false, nil
+		return 0, false
 	}
 	lo, hi := time.Duration(0), 50*time.Millisecond
 	for clean(hi) {
 		lo = hi
 		if hi >= MaxTPOTLimit {
-			return MaxTPOTLimit, true, nil
+			return MaxTPOTLimit, true
 		}
 		hi = min(2*hi, MaxTPOTLimit)
 	}
-	for hi-lo > 10*time.Microsecond {
+	for hi-lo > maxTPOTResolution {
 		mid := lo + (hi-lo)/2
 		if clean(mid) {
 			lo = mid
@@ -78,5 +115,121 @@ func MaxTPOT(cfg Config, t *Turn, scratch *Playout) (tpot time.Duration, ok bool
 			hi = mid
 		}
 	}
-	return lo, true, nil
+	return lo, true
+}
+
+// interrupts reports whether any of the underruns is an interruption.
+func interrupts(us []Underrun) bool {
+	for i := range us {
+		if us[i].Class == Interruption {
+			return true
+		}
+	}
+	return false
+}
+
+// maxTPOTMemo answers MaxTPOT for the turns of one report, remembering the
+// answers for turns that share everything the answer depends on: the
+// configuration (one per report), and each chunk's tokens, text and
+// whether it is text-less or reasoning. The TTFT counts too, unless the
+// chunking policy is one of package tts's: those release text by the text
+// alone or by timers that run from an arrival, so the whole playout of a
+// turn moves with its TTFT, gaps unchanged, and so does the answer (the
+// retimed arrivals are the TTFT plus multiples of the TPOT). Benchmark
+// files hold many text-less turns of the same length: each length is
+// searched once. The memory is bounded (maxTPOTMemoBytes).
+type maxTPOTMemo struct {
+	p       *Playout
+	moves   bool // the answer depends on nothing but the chunks: TTFT left out
+	answers map[string]memoAnswer
+	bytes   int
+	key     []byte
+	scratch []Chunk
+}
+
+type memoAnswer struct {
+	tpot time.Duration
+	ok   bool
+}
+
+// maxTPOTMemoBytes bounds the keys a maxTPOTMemo keeps; past it, it
+// starts again empty.
+const maxTPOTMemoBytes = 4 << 20
+
+// ttsPackage is the import path of the tts package, whose chunkers
+// maxTPOTMemo knows.
+var ttsPackage = reflect.TypeFor[tts.Voice]().PkgPath()
+
+func newMaxTPOTMemo(cfg Config) (*maxTPOTMemo, error) {
+	m := &maxTPOTMemo{answers: map[string]memoAnswer{}}
+	cfg.Measured = nil
+	p, err := NewPlayout(cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	m.p = p
+	if ty := reflect.TypeOf(p.chunker); ty != nil {
+		if ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		m.moves = ty.PkgPath() == ttsPackage
+	}
+	return m, nil
+}
+
+// MaxTPOT is MaxTPOT(cfg, t, nil) for the memo's configuration.
+func (m *maxTPOTMemo) MaxTPOT(t *Turn) (time.Duration, bool) {
+	if len(t.Chunks) == 0 {
+		return 0, false
+	}
+	m.key = m.appendKey(m.key[:0], t)
+	if a, ok := m.answers[string(m.key)]; ok {
+		return a.tpot, a.ok
+	}
+	if len(m.scratch) < len(t.Chunks) {
+		m.scratch = make([]Chunk, 0, len(t.Chunks))
+	}
+	tpot, ok := searchMaxTPOT(m.p, t, m.scratch)
+	if m.bytes+len(m.key) > maxTPOTMemoBytes {
+		clear(m.answers)
+		m.bytes = 0
+	}
+	m.answers[string(m.key)] = memoAnswer{tpot, ok}
+	m.bytes += len(m.key) + 64
+	return tpot, ok
+}
+
+// appendKey writes what the answer for t depends on: runs of equal chunks
+// (tokens, kind, text), and the TTFT unless the answer moves with it.
+func (m *maxTPOTMemo) appendKey(key []byte, t *Turn) []byte {
+	if !m.moves {
+		key = binary.AppendVarint(key, int64(t.Chunks[0].At))
+	}
+	for i := 0; i < len(t.Chunks); {
+		c := &t.Chunks[i]
+		j := i + 1
+		for j < len(t.Chunks) && sameSpeech(c, &t.Chunks[j]) {
+			j++
+		}
+		kind := byte(0)
+		if c.Textless {
+			kind |= 1
+		}
+		if c.Reasoning {
+			kind |= 2
+		}
+		key = binary.AppendUvarint(key, uint64(j-i))
+		key = binary.AppendUvarint(key, uint64(c.TokenCount()))
+		key = append(key, kind)
+		key = binary.AppendUvarint(key, uint64(len(c.Text)))
+		key = append(key, c.Text...)
+		i = j
+	}
+	return key
+}
+
+// sameSpeech reports whether two chunks say the same: the same tokens,
+// text and kind, whenever they arrive.
+func sameSpeech(a, b *Chunk) bool {
+	return a.TokenCount() == b.TokenCount() && a.Textless == b.Textless && a.Reasoning == b.Reasoning && a.Text == b.Text
 }

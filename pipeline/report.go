@@ -129,7 +129,7 @@ type Report struct {
 	worst                        Severity   // the worst turn so far
 	severities                   []Severity // of PerTurn, in order
 	closed                       bool
-	scratch                      *Playout // for the MaxTPOT inversion
+	maxTPOT                      *maxTPOTMemo // the MaxTPOT inversion, one search per kind of turn
 	goodputElsewhere             bool
 	textless                     int // tokens spoken without text
 }
@@ -367,18 +367,16 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			}
 		}
 		if r.opts.MaxTPOT && tm.HasSpeech {
-			if r.scratch == nil {
-				r.scratch, _ = NewPlayout(p.Config(), t.ID) // p's config is valid
+			if r.maxTPOT == nil {
+				r.maxTPOT, _ = newMaxTPOTMemo(p.Config()) // p's config is valid
 			}
-			if v, ok, err := MaxTPOT(p.Config(), t, r.scratch); err == nil {
-				if ok {
-					tr.MaxSafeTPOTMs = ptr(Millis(v))
-					if !r.maxSafeSet || v < r.maxSafe {
-						r.maxSafe, r.maxSafeSet = v, true
-					}
-				} else {
-					r.maxSafeNone = true
+			if v, ok := r.maxTPOT.MaxTPOT(t); ok {
+				tr.MaxSafeTPOTMs = ptr(Millis(v))
+				if !r.maxSafeSet || v < r.maxSafe {
+					r.maxSafe, r.maxSafeSet = v, true
 				}
+			} else {
+				r.maxSafeNone = true
 			}
 		}
 	}
