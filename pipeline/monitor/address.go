@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -75,7 +76,19 @@ func netDial(base string) func(ctx context.Context, network, addr string) (net.C
 	var d net.Dialer
 	if path, ok := socketPath(base); ok {
 		return func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", path)
+			// a Unix socket whose backlog is full refuses at once (EAGAIN)
+			// where TCP would wait: wait a little, as TCP would
+			for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+				c, err := d.DialContext(ctx, "unix", path)
+				if !errors.Is(err, syscall.EAGAIN) {
+					return c, err
+				}
+				select {
+				case <-ctx.Done():
+					return nil, err
+				case <-time.After(wait):
+				}
+			}
 		}
 	}
 	return d.DialContext

@@ -4,8 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"strings"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,57 +86,94 @@ func discardHandler() http.Handler {
 }
 
 // BenchmarkLoadSend is the load generator's cost per message against the
-// bare write(2) of one message to a loopback socket (the write floor), on
-// as many connections, in the same run: what the websocket framing, the
-// schedule and the lag count add. The receivers run in this process too
-// (a sink, a websocket server that reads and drops), on the same CPUs. At
-// 5,000 connections every write finds its sockets out of the CPU's caches.
+// bare write(2) of one message to a socket (the write floor), on as many
+// connections, over loopback TCP and over Unix sockets, in the same run:
+// what the websocket framing, the schedule and the lag count add. The
+// receivers run in this process too (a sink, a websocket server that reads
+// and drops), on the same CPUs. At 5,000 connections every write finds its
+// sockets out of the CPU's caches.
 func BenchmarkLoadSend(b *testing.B) {
-	ws := httptest.NewServer(discardHandler())
-	defer ws.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go Sink(ctx, ln)
-	for _, sessions := range []int{100, 5000} {
-		b.Run("floor/sessions="+itoa(sessions), func(b *testing.B) {
-			conns := make([]net.Conn, sessions)
-			for i := range conns {
-				if conns[i], err = net.Dial("tcp", ln.Addr().String()); err != nil {
-					b.Fatal(err)
-				}
-				defer conns[i].Close()
+	dir := b.TempDir()
+	for _, network := range []string{"tcp", "unix"} {
+		listen := func(name string) net.Listener {
+			addr := "127.0.0.1:0"
+			if network == "unix" {
+				addr = UnixPrefix + filepath.Join(dir, name+".sock")
 			}
-			for i := 0; b.Loop(); i++ {
-				if _, err := conns[i%sessions].Write(floorMessage); err != nil {
-					b.Fatal(err)
-				}
+			ln, err := Listen(addr)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.Run("sender/sessions="+itoa(sessions), func(b *testing.B) {
-			plan := make(sendPlan, sessions)
-			for i := range plan {
-				c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ws.URL, "http"), nil)
+			return ln
+		}
+		wsLn := listen("ws")
+		ws := &http.Server{Handler: discardHandler()}
+		go ws.Serve(wsLn)
+		defer ws.Close()
+		wsBase := BaseURL(wsLn)
+		sinkLn := listen("sink")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go Sink(ctx, sinkLn)
+		sinkNet, sinkAddr := "tcp", sinkLn.Addr().String()
+		if network == "unix" {
+			sinkNet = "unix"
+		}
+		for _, sessions := range []int{100, 5000} {
+			b.Run(network+"/floor/sessions="+itoa(sessions), func(b *testing.B) {
+				conns := make([]net.Conn, sessions)
+				for i := range conns {
+					c, err := dialRetry(sinkNet, sinkAddr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					conns[i] = c
+					defer c.Close()
+				}
+				for i := 0; b.Loop(); i++ {
+					if _, err := conns[i%sessions].Write(floorMessage); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(network+"/sender/sessions="+itoa(sessions), func(b *testing.B) {
+				plan := make(sendPlan, sessions)
+				addr, err := IngestURL(wsBase, "")
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer c.Close()
-				plan[i] = &loadSession{c: &loadConn{conn: c}, i: i, k: -1, first: DefaultTurnChunks}
-			}
-			// every message due at once, each session's 1 ns after its
-			// last: about b.N messages in all, never a sleep
-			sc := loadSchedule{opts: LoadOptions{TurnChunks: DefaultTurnChunks}, interval: 1, stop: int64(max(b.N/sessions, 1))}
-			var lags lagHistogram
-			var sent, turns atomic.Int64
-			b.ResetTimer()
-			if err := sendLoad(context.Background(), time.Now().Add(-time.Hour), plan, sc, &lags, &sent, &turns); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(sent.Load(), 1)), "ns/msg")
-		})
+				for i := range plan {
+					c, err := dial(context.Background(), wsBase, addr, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					plan[i] = &loadSession{c: &loadConn{conn: c}, i: i, k: -1, first: DefaultTurnChunks}
+				}
+				// every message due at once, each session's 1 ns after its
+				// last: about b.N messages in all, never a sleep
+				sc := loadSchedule{opts: LoadOptions{TurnChunks: DefaultTurnChunks}, interval: 1, stop: int64(max(b.N/sessions, 1))}
+				var lags lagHistogram
+				var sent, turns atomic.Int64
+				b.ResetTimer()
+				if err := sendLoad(context.Background(), time.Now().Add(-time.Hour), plan, sc, &lags, &sent, &turns); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(sent.Load(), 1)), "ns/msg")
+			})
+		}
+	}
+}
+
+// dialRetry dials, waiting a little while the listener's backlog is full
+// (a Unix socket's dial fails at once then).
+func dialRetry(network, addr string) (net.Conn, error) {
+	for i := 0; ; i++ {
+		c, err := net.Dial(network, addr)
+		if err == nil || i == 100 {
+			return c, err
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
