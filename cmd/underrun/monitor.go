@@ -591,43 +591,33 @@ func spawnWatch(ctx context.Context, url, token string) (func() (monitor.DrainRe
 // newMonitorEchoCommand is the bare echo server monitor load starts as the
 // ceiling (hidden: a tool of the load command).
 func newMonitorEchoCommand(e *env) *cobra.Command {
-	var listen string
-	cmd := &cobra.Command{
-		Use:    "echo",
-		Short:  "Serve a bare gorilla websocket echo server (the ceiling of monitor load)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkListen(listen, ""); err != nil {
-				return err
-			}
-			ln, err := monitor.Listen(listen)
-			if err != nil {
-				return usagef("--listen: %w", err)
-			}
+	return newLoadTargetCommand(e, "echo", "Serve a bare gorilla websocket echo server (the ceiling of monitor load)",
+		func(ctx context.Context, ln net.Listener) error {
 			hs := httpserver.New(monitor.EchoHandler())
-			fmt.Fprintf(e.stderr, "underrun echo on %s \n", monitor.BaseURL(ln))
 			go func() {
-				<-cmd.Context().Done()
+				<-ctx.Done()
 				hs.Close()
 			}()
 			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
-		},
-	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address (or unix:PATH) to listen on")
-	return cmd
+		})
 }
 
-// newMonitorSinkCommand is the TCP sink monitor load measures the write
-// floor against (hidden: a tool of the load command).
+// newMonitorSinkCommand is the sink monitor load measures the write floor
+// against (hidden: a tool of the load command).
 func newMonitorSinkCommand(e *env) *cobra.Command {
+	return newLoadTargetCommand(e, "sink", "Read and drop whatever connections send (the write floor of monitor load)", monitor.Sink)
+}
+
+// newLoadTargetCommand is a hidden server of monitor load's: it listens on
+// --listen, says where on standard error (spawn reads it), and serves.
+func newLoadTargetCommand(e *env, name, short string, serve func(context.Context, net.Listener) error) *cobra.Command {
 	var listen string
 	cmd := &cobra.Command{
-		Use:    "sink",
-		Short:  "Read and drop whatever TCP connections send (the write floor of monitor load)",
+		Use:    name,
+		Short:  short,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -638,8 +628,8 @@ func newMonitorSinkCommand(e *env) *cobra.Command {
 			if err != nil {
 				return usagef("--listen: %w", err)
 			}
-			fmt.Fprintf(e.stderr, "underrun sink on %s \n", monitor.BaseURL(ln))
-			return monitor.Sink(cmd.Context(), ln)
+			fmt.Fprintf(e.stderr, "underrun %s on %s \n", name, monitor.BaseURL(ln))
+			return serve(cmd.Context(), ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address (or unix:PATH) to listen on")
