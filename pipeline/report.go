@@ -120,8 +120,8 @@ type Report struct {
 	RequestGoodput *Goodput `json:"request_goodput,omitempty"`
 
 	opts                         ReportOptions
-	ttft, ttfst, tpot, itl, e2el Sample
-	ttfa                         Sample
+	ttft, ttfst, tpot, itl, e2el Pool // released by Close
+	ttfa                         Pool
 	good                         int
 	minPreroll                   time.Duration
 	maxSafe                      time.Duration
@@ -430,6 +430,9 @@ func (r *Report) Close() {
 	r.closed = true
 	r.TTFT, r.TTFST, r.TPOT = r.ttft.Summary(), r.ttfst.Summary(), r.tpot.Summary()
 	r.ITL, r.E2EL, r.TTFA = r.itl.Summary(), r.e2el.Summary(), r.ttfa.Summary()
+	for _, p := range []*Pool{&r.ttft, &r.ttfst, &r.tpot, &r.itl, &r.e2el, &r.ttfa} {
+		p.Release()
+	}
 	if r.Turns > 0 {
 		r.SpeechGoodput = float64(r.good) / float64(r.Turns)
 	}
@@ -461,7 +464,7 @@ func (r *Report) Close() {
 	}
 	if r.TurnsOverSLO > 0 {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %s %s TPOT above the %s SLO (worst %.1f ms)",
-			r.TurnsOverSLO, plural(r.tpot.Len(), "turn"), pick(r.TurnsOverSLO, "has", "have"), fmtMs(r.TPOTSLOMs), r.TPOT.Max))
+			r.TurnsOverSLO, plural(r.TPOT.Count, "turn"), pick(r.TurnsOverSLO, "has", "have"), fmtMs(r.TPOTSLOMs), r.TPOT.Max))
 	}
 	if r.Interruptions.Count > 0 {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%.0f ms of silence) in %s; worst turn %s",

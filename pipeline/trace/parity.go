@@ -87,16 +87,16 @@ var statKey = regexp.MustCompile(`^(avg|mean|median|std|min|max|p[0-9]+(?:\.[0-9
 type toolMetric struct {
 	name, ours string
 	aliases    []string
-	pick       func(*parityRun) *pipeline.Sample
+	pick       func(*parityRun) *pipeline.Pool
 	// weighted, for GuideLLM, picks the weighted values instead
 	weighted func(*parityRun) *weightedSample
 }
 
 func (t Tool) metrics() []toolMetric {
-	ttft := func(r *parityRun) *pipeline.Sample { return &r.ttft }
-	tpot := func(r *parityRun) *pipeline.Sample { return &r.tpot }
-	itl := func(r *parityRun) *pipeline.Sample { return &r.itl }
-	e2e := func(r *parityRun) *pipeline.Sample { return &r.e2el }
+	ttft := func(r *parityRun) *pipeline.Pool { return &r.ttft }
+	tpot := func(r *parityRun) *pipeline.Pool { return &r.tpot }
+	itl := func(r *parityRun) *pipeline.Pool { return &r.itl }
+	e2e := func(r *parityRun) *pipeline.Pool { return &r.e2el }
 	switch t {
 	case ToolVLLM:
 		// benchmark_serving.py of 2024 and its forks saved E2E as
@@ -211,7 +211,7 @@ type Parity struct {
 
 type parityRun struct {
 	requests              int
-	ttft, tpot, itl, e2el pipeline.Sample // in the tool's unit
+	ttft, tpot, itl, e2el pipeline.Pool // in the tool's unit
 	weighted              [4]weightedSample
 	goodput               *pipeline.Goodput
 }
@@ -462,7 +462,7 @@ func (p *Parity) Figures(saved []ToolSummary) []pipeline.ToolFigures {
 			continue
 		}
 		for _, m := range metrics {
-			sum := p.tool.summaryMs(m.pick(r))
+			sum := p.tool.summaryMs(m.pick(r).Sample())
 			if m.weighted != nil {
 				sum = m.weighted(r).summary()
 			}
@@ -546,7 +546,7 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 			skippedE2E = true
 			continue
 		}
-		got, ok := statOf(metric.pick(r), stat)
+		got, ok := statOf(metric.pick(r).Sample(), stat)
 		if metric.weighted != nil {
 			got, ok = metric.weighted(r).stat(stat)
 		}

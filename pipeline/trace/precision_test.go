@@ -252,7 +252,7 @@ func TestSavedSummariesExact(t *testing.T) {
 				if !ok || m == nil || td.Tool() == ToolSGLang && (name == "tpot" || name == "e2e_latency") {
 					continue
 				}
-				got, _ := statOf(m.pick(r), stat)
+				got, _ := statOf(m.pick(r).Sample(), stat)
 				switch {
 				case m.weighted != nil:
 					got, _ = m.weighted(r).stat(stat)
