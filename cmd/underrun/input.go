@@ -45,6 +45,10 @@ type input struct {
 	shownTurns   int
 	bar          *progressbar.ProgressBar
 	progressDest io.Writer
+	// barOut is the bar's way to progressDest, closed by Close: nothing
+	// the bar does after it reaches the terminal, so the bar never draws
+	// over (or races) what the command writes once its input is read
+	barOut *barWriter
 }
 
 // openInput opens name ("-" for standard input).
@@ -109,8 +113,13 @@ func (in *input) tick() {
 	}
 	in.drawn = now
 	if in.bar == nil {
+		in.barOut = &barWriter{w: in.progressDest}
 		in.bar = progressbar.NewOptions64(in.max,
-			progressbar.OptionSetWriter(in.progressDest),
+			progressbar.OptionSetWriter(in.barOut),
+			// no spinner of its own ticking: the bar is drawn here, on
+			// the goroutine that reads, and nowhere else
+			progressbar.OptionSetSpinnerChangeInterval(0),
+			progressbar.OptionThrottle(0),
 			progressbar.OptionSetDescription(in.description()),
 			progressbar.OptionShowBytes(true),
 			progressbar.OptionShowCount(),
@@ -129,10 +138,13 @@ func (in *input) description() string {
 	return fmt.Sprintf("%s: %s", filepath.Base(in.label), plural(in.turns, "turn"))
 }
 
-// Close ends the progress bar and closes the file and the decoder.
+// Close ends the progress bar (cleared from the terminal), stops its
+// writes, and closes the file and the decoder.
 func (in *input) Close() {
 	if in.bar != nil {
 		in.bar.Finish()
+		in.bar.Exit()
+		in.barOut.Close()
 	}
 	if c, ok := in.dec.(io.Closer); ok {
 		c.Close()

@@ -113,3 +113,64 @@ func TestProgressBarOnTerminal(t *testing.T) {
 		t.Errorf("a bar among the event lines on stderr:\n%q", term[:min(len(term), 400)])
 	}
 }
+
+// TestProgressBarStdin: standard input, whose size is unknown, gets a
+// spinner with the bytes read and the turns done, drawn by the reading
+// itself (no ticker of the bar's own, which would race what the command
+// writes afterwards).
+func TestProgressBarStdin(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(bigTrace(t, 400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer master.Close()
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(master)
+		got <- b
+	}()
+	var out bytes.Buffer
+	code := runEnv(context.Background(), &env{stdin: bytes.NewReader(data), stdout: &out, stderr: tty}, []string{"analyze", "--max-tpot=false", "--output", "json", "-"})
+	tty.Close()
+	term := string(<-got)
+	if code == exitUsage {
+		t.Fatalf("exit %d: %s", code, term)
+	}
+	if !regexp.MustCompile(`stdin: [1-9]\d* turns? .*\d+(\.\d+)? ?[kMG]?B`).MatchString(term) {
+		t.Errorf("no spinner with bytes and turns on the terminal:\n%q", term)
+	}
+	var report map[string]any
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Errorf("stdout is not clean JSON: %v", err)
+	}
+}
+
+// TestProgressBarStopsAtClose: once an input is closed its bar reaches
+// the terminal no more, whatever is asked of it.
+func TestProgressBarStopsAtClose(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int64{0, 1 << 20} { // a spinner, a bar
+		var term bytes.Buffer
+		in := &input{tty: true, after: time.Now(), progressDest: &term, size: size, max: size, label: "x.jsonl"}
+		if size == 0 {
+			in.max = -1
+		}
+		in.progress(4096)
+		if term.Len() == 0 {
+			t.Fatalf("size %d: nothing drawn", size)
+		}
+		in.Close()
+		n := term.Len()
+		in.bar.Add(4096)
+		in.bar.Describe("later")
+		in.bar.RenderBlank()
+		if term.Len() != n {
+			t.Errorf("size %d: the bar wrote %q after Close", size, term.String()[n:])
+		}
+	}
+}
