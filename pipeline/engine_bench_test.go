@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -28,10 +29,15 @@ func benchTurns(count, n int) []*Turn {
 	return turns
 }
 
+const (
+	benchText  = "Sure, the express train leaves every fifteen minutes and takes about twenty-five minutes. Tickets cost twelve euros; buy them at the machines. "
+	benchText2 = "Yes, the night bus stops outside terminal two every thirty minutes until dawn. A taxi costs forty euros; it takes half an hour. "
+)
+
+// textTurns makes turns that speak benchText twice, each token a word.
 func textTurns(count int) []*Turn {
-	text := "Sure, the express train leaves every fifteen minutes and takes about twenty-five minutes. Tickets cost twelve euros; buy them at the machines. "
-	turns := benchTurns(count, len(splitTokens(text+text)))
-	words := splitTokens(text + text)
+	words := splitTokens(benchText + benchText)
+	turns := benchTurns(count, len(words))
 	for _, t := range turns {
 		for k := range t.Chunks {
 			t.Chunks[k].Textless = false
@@ -41,6 +47,49 @@ func textTurns(count int) []*Turn {
 	return turns
 }
 
+// variedTurns makes turns that speak benchText and benchText2 in turn
+// (twice each): no turn has the text of the turn before it, so a Playout
+// reuses nothing of the previous turn.
+func variedTurns(count int) []*Turn {
+	words := [2][]string{splitTokens(benchText + benchText), splitTokens(benchText2 + benchText2)}
+	turns := make([]*Turn, 0, count)
+	for _, w := range words {
+		turns = append(turns, benchTurns(count/2, len(w))...)
+	}
+	out := make([]*Turn, count)
+	for i := range out {
+		t := turns[i/2+(i%2)*(count/2)]
+		w := words[i%2]
+		for k := range t.Chunks {
+			t.Chunks[k].Textless = false
+			t.Chunks[k].Text = w[k]
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// bareLoop plays each token of turns for a fixed time and counts the gaps,
+// with nothing else: the floor an engine over the same ITLs is set
+// against.
+func bareLoop(turns []*Turn) int {
+	gaps := 0
+	for _, t := range turns {
+		var end time.Duration
+		for _, c := range t.Chunks {
+			if c.At > end {
+				gaps++
+				end = c.At
+			}
+			end += 280 * time.Millisecond
+		}
+	}
+	return gaps
+}
+
+// benchEngine plays turns under policy and reports tokens per second,
+// allocations per turn and the ratio to the bare loop over the same turns,
+// timed between the engine's passes so both see the same machine.
 func benchEngine(b *testing.B, policy string, turns []*Turn) {
 	cfg := DefaultConfig()
 	cfg.Policy, _ = tts.ParsePolicy(policy)
@@ -52,6 +101,15 @@ func benchEngine(b *testing.B, policy string, turns []*Turn) {
 	for _, t := range turns {
 		tokens += len(t.Chunks)
 	}
+	for _, t := range turns { // warm up: the Playout's memory grows once
+		if err := p.PlayTurn(t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var bare time.Duration
+	gaps := 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -60,13 +118,31 @@ func benchEngine(b *testing.B, policy string, turns []*Turn) {
 				b.Fatal(err)
 			}
 		}
+		b.StopTimer()
+		start := time.Now()
+		gaps += bareLoop(turns)
+		bare += time.Since(start)
+		b.StartTimer()
 	}
-	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mtokens/s")
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	if gaps == 0 {
+		b.Fatal("no gaps")
+	}
+	n := float64(tokens) * float64(b.N)
+	rate := n / b.Elapsed().Seconds()
+	b.ReportMetric(rate/1e6, "Mtokens/s")
+	b.ReportMetric(rate/(n/bare.Seconds()), "x-bare")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(len(turns)*b.N), "allocs/turn")
 }
 
 func BenchmarkEngineTokenTextless(b *testing.B) { benchEngine(b, "token", benchTurns(100, 2000)) }
 func BenchmarkEngineSentenceText(b *testing.B)  { benchEngine(b, "sentence", textTurns(2000)) }
 func BenchmarkEngineTokenText(b *testing.B)     { benchEngine(b, "token", textTurns(2000)) }
+
+// BenchmarkEngineSentenceTextVaried is SentenceText with the text
+// changing from turn to turn: nothing carries over between turns.
+func BenchmarkEngineSentenceTextVaried(b *testing.B) { benchEngine(b, "sentence", variedTurns(2000)) }
 
 // BenchmarkBareLoop is the baseline: a loop over the same ITLs that plays
 // each token for a fixed time and counts gaps, with nothing else.
@@ -78,16 +154,7 @@ func BenchmarkBareLoop(b *testing.B) {
 	}
 	gaps := 0
 	for b.Loop() {
-		for _, t := range turns {
-			var end time.Duration
-			for _, c := range t.Chunks {
-				if c.At > end {
-					gaps++
-					end = c.At
-				}
-				end += 280 * time.Millisecond
-			}
-		}
+		gaps += bareLoop(turns)
 	}
 	if gaps == 0 {
 		b.Fatal("no gaps")
