@@ -223,6 +223,18 @@ type Playout struct {
 	whole             string        // the turn's spoken text, for ContextDurations (PlayTurn)
 	err               error         // first Config.Durations failure
 
+	// What PlayTurn reuses from the turn before when the next has the same
+	// text (reuse: the policy's releases depend on the text alone, and no
+	// Durations or Measured): that turn's chunks without their times
+	// (keys) and its speech chunks as released, before synthesis (log).
+	// The text state above (end, audio, meters, text, kind and the
+	// release cursors) is then still the turn's. memo says keys and log
+	// describe it.
+	reuse, memo, recording bool
+	replaying              bool // PlayTurn is replaying the log: causes wait for End
+	keys                   []turnKey
+	log                    []SpeechChunk
+
 	// Chunks are the speech chunks released so far.
 	Chunks []SpeechChunk
 	// Underruns are the gaps found so far, in time order.
@@ -235,6 +247,14 @@ type Playout struct {
 	// milliseconds with no underrun: passed back as Config.Preroll (or
 	// --preroll), the turn plays with no gap.
 	MinPreroll time.Duration
+}
+
+// turnKey is what a streamed chunk gives the engine besides its time.
+type turnKey struct {
+	text      string
+	tokens    int
+	textless  bool
+	reasoning bool
 }
 
 // The synthesizer's timing modes (tts.Mode), as the engine switches on
@@ -261,6 +281,9 @@ func NewPlayout(cfg Config, id string) (*Playout, error) {
 	if tp, ok := cfg.Policy.(interface{ HasTimer() bool }); ok {
 		p.timed = tp.HasTimer()
 	}
+	if bp, ok := cfg.Policy.(interface{ ReleasesByText() bool }); ok {
+		p.reuse = bp.ReleasesByText() && !p.timed && cfg.Durations == nil && cfg.Measured == nil
+	}
 	p.tokenTime = cfg.Voice.TokenTime()
 	if cfg.TokenAudio > 0 {
 		p.tokenTime = cfg.TokenAudio
@@ -282,16 +305,24 @@ func NewPlayout(cfg Config, id string) (*Playout, error) {
 func (p *Playout) Reset(id string) {
 	p.chunker.Reset()
 	p.meter = p.cfg.Voice.Meter()
-	p.turn = id
-	p.at, p.end, p.audio, p.meters = p.at[:0], p.end[:0], p.audio[:0], p.meters[:0]
+	p.end, p.audio, p.meters = p.end[:0], p.audio[:0], p.meters[:0]
 	p.text, p.kind = p.text[:0], p.kind[:0]
 	p.hasText, p.metered = false, false
 	p.released, p.releasedAudio, p.cursor, p.first = 0, 0, 0, 0
+	p.spokenRecords = 0
+	p.memo, p.recording, p.replaying = false, false, false
+	p.resetTiming(id)
+}
+
+// resetTiming clears what depends on the turn's times, keeping the state
+// its text made.
+func (p *Playout) resetTiming(id string) {
+	p.turn = id
+	p.at = p.at[:0]
 	p.synthDone, p.allReady, p.startHeld = 0, 0, false
 	p.timerOrigin, p.timerArmed = 0, false
 	p.started, p.ended = false, false
 	p.startAt, p.playhead, p.startChunk, p.scheduled, p.readyAudio = 0, 0, 0, 0, 0
-	p.spokenRecords = 0
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
 	p.gapKinds = p.gapKinds[:0]
 	p.arrivals = p.arrivals[:0]
@@ -473,8 +504,17 @@ func (p *Playout) End() {
 		p.release(rel, last, len(p.at)-1, false)
 		if len(p.Chunks) > n {
 			p.Chunks[n].End = true
+			if p.recording {
+				p.log[len(p.log)-1].End = true
+			}
 		}
 	}
+	p.finish()
+}
+
+// finish plays out the turn once every chunk is released, and computes
+// the causes, stall tolerances and the smallest gap-free pre-roll.
+func (p *Playout) finish() {
 	if !p.started && len(p.Chunks) > 0 {
 		c := &p.Chunks[len(p.Chunks)-1]
 		own := c.Ready + p.lastFrameOffset(c)
@@ -550,20 +590,41 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		a = p.measure(first, last, from, rel, a)
 	}
 	p.speech += a
-	// built in place: a SpeechChunk is large, and this runs per token
-	if len(p.Chunks) < cap(p.Chunks) {
-		p.Chunks = p.Chunks[:len(p.Chunks)+1]
-	} else {
-		p.Chunks = append(p.Chunks, SpeechChunk{})
-	}
-	c := &p.Chunks[len(p.Chunks)-1]
+	c := p.newChunk()
 	*c = SpeechChunk{
 		From: from, To: rel,
 		First: first, Last: last,
 		Trigger: trigger, Timer: timer,
 		Audio: a, Release: at,
 	}
+	if p.recording {
+		p.log = append(p.log, *c)
+	}
 	i := len(p.Chunks) - 1
+	p.synthesize(c, i, at)
+	if measured {
+		c.Start, c.Ready, c.Done = real.Start, real.Ready, max(real.Ready, real.Done)
+	}
+	if p.cfg.Measured != nil {
+		p.arrivals = append(p.arrivals, real.Arrivals) // nil when not measured
+	}
+	p.play(c, i)
+}
+
+// newChunk appends a speech chunk, built in place by the caller: a
+// SpeechChunk is large, and this runs per token.
+func (p *Playout) newChunk() *SpeechChunk {
+	if len(p.Chunks) < cap(p.Chunks) {
+		p.Chunks = p.Chunks[:len(p.Chunks)+1]
+	} else {
+		p.Chunks = append(p.Chunks, SpeechChunk{})
+	}
+	return &p.Chunks[len(p.Chunks)-1]
+}
+
+// synthesize sets when speech chunk i, released at at, starts synthesis,
+// has its first audio and its last.
+func (p *Playout) synthesize(c *SpeechChunk, i int, at time.Duration) {
 	switch p.mode {
 	case modeRequest:
 		c.Start = max(at, p.synthDone)
@@ -575,13 +636,13 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 		c.Start = at
 		c.Ready = max(at+p.latency(i), p.synthDone)
 	}
-	c.Done = c.Ready + p.cfg.Synth.Produce(a)
-	if measured {
-		c.Start, c.Ready, c.Done = real.Start, real.Ready, max(real.Ready, real.Done)
-	}
-	if p.cfg.Measured != nil {
-		p.arrivals = append(p.arrivals, real.Arrivals) // nil when not measured
-	}
+	c.Done = c.Ready + p.cfg.Synth.Produce(c.Audio)
+}
+
+// play hands speech chunk i, synthesized, to the player: it starts the
+// player when the start policy is met, and schedules it once started.
+func (p *Playout) play(c *SpeechChunk, i int) {
+	a := c.Audio
 	p.synthDone = max(p.synthDone, c.Done)
 	before := p.allReady // every earlier chunk is whole by then
 	if p.mode == modeParallel {
@@ -823,7 +884,9 @@ func (p *Playout) gap(i int, at, d time.Duration) {
 	}
 	p.Underruns = append(p.Underruns, u)
 	p.gapKinds = append(p.gapKinds, kind)
-	p.classify(len(p.at), len(p.Underruns)-1)
+	if !p.replaying { // a replay settles every cause at End
+		p.classify(len(p.at), len(p.Underruns)-1)
+	}
 }
 
 // spokenRange returns the streamed chunks holding the first and last
@@ -1106,16 +1169,80 @@ func Play(cfg Config, t *Turn) (*Playout, error) {
 }
 
 // PlayTurn resets the Playout and runs a whole recorded turn through it.
+// A turn with the same text as the turn played before it (every chunk's
+// text, tokens and kind alike, times aside) reuses what that turn's text
+// made, when the policy's releases depend on the text alone: the result
+// is the same.
 func (p *Playout) PlayTurn(t *Turn) error {
+	if p.memo && p.replay(t) {
+		return nil
+	}
 	p.Reset(t.ID)
 	if _, ok := p.cfg.Durations.(ContextDurations); ok && p.cfg.TokenAudio <= 0 && allText(t) {
 		p.whole = SpokenText(t)
 	}
+	if p.reuse {
+		p.recording = true
+		p.log = p.log[:0]
+	}
 	for i := range t.Chunks {
 		if err := p.push(&t.Chunks[i]); err != nil {
+			p.recording = false
 			return err
 		}
 	}
 	p.End()
+	if p.recording {
+		p.recording = false
+		p.keys = p.keys[:0]
+		for i := range t.Chunks {
+			c := &t.Chunks[i]
+			p.keys = append(p.keys, turnKey{text: c.Text, tokens: c.TokenCount(), textless: c.Textless, reasoning: c.Reasoning})
+		}
+		p.memo = true
+	}
 	return p.err
+}
+
+// replay plays turn t from the log of the turn before, which had the same
+// text; it reports false, having played nothing that counts, when t's text
+// differs or its chunks are out of order (the caller then plays it in
+// full, and finds the error).
+func (p *Playout) replay(t *Turn) bool {
+	if len(t.Chunks) != len(p.keys) {
+		return false
+	}
+	p.resetTiming(t.ID)
+	p.replaying = true
+	defer func() { p.replaying = false }()
+	log := p.log
+	j := 0
+	prev := time.Duration(0)
+	for i := range t.Chunks {
+		c, k := &t.Chunks[i], &p.keys[i]
+		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.TokenCount() != k.tokens || c.Text != k.text {
+			return false // c.At < 0 too: prev starts at 0
+		}
+		prev = c.At
+		p.at = append(p.at, c.At)
+		for ; j < len(log) && log[j].Trigger == i && !log[j].End; j++ {
+			p.replayChunk(&log[j], c.At)
+		}
+	}
+	for ; j < len(log); j++ {
+		p.replayChunk(&log[j], prev)
+	}
+	p.finish()
+	return true
+}
+
+// replayChunk releases a logged speech chunk at at.
+func (p *Playout) replayChunk(l *SpeechChunk, at time.Duration) {
+	c := p.newChunk()
+	*c = *l
+	c.Release = at
+	p.speech += c.Audio
+	i := len(p.Chunks) - 1
+	p.synthesize(c, i, at)
+	p.play(c, i)
 }

@@ -48,10 +48,19 @@ type PolicyFunc struct {
 	// Timed is true when the chunkers can release text on their own
 	// (Deadline); the engine skips timer checks for the others.
 	Timed bool
+	// ByText is true when what the chunkers release depends on the text
+	// appended alone, never on the times (they ignore Append's at and
+	// have no timer): the engine may then reuse one turn's releases for
+	// a turn with the same text.
+	ByText bool
 }
 
 // HasTimer reports whether the policy's chunkers use Deadline.
 func (p PolicyFunc) HasTimer() bool { return p.Timed }
+
+// ReleasesByText reports whether the chunkers' releases depend on the text
+// alone (ByText).
+func (p PolicyFunc) ReleasesByText() bool { return p.ByText && !p.Timed }
 
 // Name returns the label.
 func (p PolicyFunc) Name() string { return p.Label }
@@ -101,19 +110,19 @@ func ParsePolicy(s string) (Policy, error) {
 	}
 	switch name {
 	case "token":
-		return PolicyFunc{Label: "token", New: func() Chunker { return &tokenChunker{} }}, nil
+		return PolicyFunc{Label: "token", New: func() Chunker { return &tokenChunker{} }, ByText: true}, nil
 	case "word":
-		return PolicyFunc{Label: "word", New: func() Chunker { return &wordChunker{} }}, nil
+		return PolicyFunc{Label: "word", New: func() Chunker { return &wordChunker{} }, ByText: true}, nil
 	case "sentence":
-		return PolicyFunc{Label: "sentence", New: func() Chunker { return &sentenceChunker{} }}, nil
+		return PolicyFunc{Label: "sentence", New: func() Chunker { return &sentenceChunker{} }, ByText: true}, nil
 	case "pipecat", "elevenlabs":
-		return PolicyFunc{Label: name, New: func() Chunker { return &pipecatChunker{} }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return &pipecatChunker{} }, ByText: true}, nil
 	case "pipecat-0.0.96":
-		return PolicyFunc{Label: name, New: func() Chunker { return &pipecat096Chunker{} }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return &pipecat096Chunker{} }, ByText: true}, nil
 	case "livekit":
-		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(blingfireSplit) }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(blingfireSplit) }, ByText: true}, nil
 	case "livekit-basic":
-		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(basicSplit) }}, nil
+		return PolicyFunc{Label: name, New: func() Chunker { return newLiveKitChunker(basicSplit) }, ByText: true}, nil
 	case "elevenlabs-schedule":
 		schedule := DefaultElevenLabsSchedule
 		if hasArg {
@@ -123,7 +132,7 @@ func ParsePolicy(s string) (Policy, error) {
 			}
 		}
 		label := "elevenlabs-schedule:" + formatSchedule(schedule)
-		return PolicyFunc{Label: label, New: func() Chunker { return &scheduleChunker{schedule: schedule, end: -1} }}, nil
+		return PolicyFunc{Label: label, New: func() Chunker { return &scheduleChunker{schedule: schedule, end: -1} }, ByText: true}, nil
 	case "timer", "cartesia":
 		d := DefaultTimerDelay
 		if name == "cartesia" {
