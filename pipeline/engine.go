@@ -234,6 +234,7 @@ type Playout struct {
 	replaying              bool // PlayTurn is replaying the log: causes wait for End
 	keys                   []turnKey
 	log                    []SpeechChunk
+	logDone                []time.Duration // per logged chunk: Synth.Produce of its audio
 
 	// Chunks are the speech chunks released so far.
 	Chunks []SpeechChunk
@@ -599,6 +600,7 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	}
 	if p.recording {
 		p.log = append(p.log, *c)
+		p.logDone = append(p.logDone, p.cfg.Synth.Produce(a))
 	}
 	i := len(p.Chunks) - 1
 	p.synthesize(c, i, at)
@@ -1042,10 +1044,16 @@ func (p *Playout) tolerance() {
 		}
 		return
 	}
+	chunks, tol := p.Chunks, p.Tolerance
+	startChunk := p.startChunk
+	parallel, request := p.mode == modeParallel, p.mode == modeRequest
+	ttfa := p.cfg.Synth.TTFA
+	lat0, latN := p.latency(0), p.latency(1) // the first chunk's, every other's
+	slow := p.cfg.Synth.RTF > 1              // frames can come late: allowance
 	M := Unbounded
 	T := Unbounded
 	backlog := p.startHeld // some chunk >= c0 (or the start) waited
-	end := p.Chunks[C-1].PlayEnd
+	end := chunks[C-1].PlayEnd
 	var tail time.Duration // audio of the chunks after c
 	// Walk chunks backward while walking streamed chunks backward, so
 	// each streamed chunk k gets T for c0(k) = first chunk with Trigger > k.
@@ -1054,41 +1062,52 @@ func (p *Playout) tolerance() {
 		// assign tolerances to streamed chunks whose c0 is c+1
 		lowTrigger := -1
 		if c >= 0 {
-			lowTrigger = p.Chunks[c].Trigger
+			lowTrigger = chunks[c].Trigger
 		}
-		for ; k >= 0 && k >= lowTrigger; k-- {
+		if k >= 0 && k >= lowTrigger {
+			var v time.Duration
 			switch {
 			case c+1 >= C || T == Unbounded:
-				p.Tolerance[k] = Unbounded
-			case c+1 <= p.startChunk && !backlog:
-				p.Tolerance[k] = Unbounded
+				v = Unbounded
+			case c+1 <= startChunk && !backlog:
+				v = Unbounded
 			default:
-				p.Tolerance[k] = max(0, T)
+				v = max(0, T)
+			}
+			for ; k >= 0 && k >= lowTrigger; k-- {
+				tol[k] = v
 			}
 		}
 		if c < 0 {
 			break
 		}
-		ch := &p.Chunks[c]
+		ch := &chunks[c]
 		L := Unbounded
-		if c > p.startChunk {
+		if c > startChunk {
 			// the latest first-audio time that keeps the turn's last
 			// audio, and so its total silence, where it is
-			L = end - tail - ch.Audio - p.allowance(ch)
+			L = end - tail - ch.Audio
+			if slow {
+				L -= p.allowance(ch)
+			}
 		}
 		tail += ch.Audio
 		// M holds M_{c+1}: follow the chain from chunk c to chunk c+1
-		switch {
-		case M == Unbounded:
-		case p.mode == modeParallel:
-			M = Unbounded
-		case p.mode == modeRequest:
-			M -= ch.Done - ch.Ready + p.cfg.Synth.TTFA
-		default:
-			M -= ch.Done - ch.Ready
+		if M != Unbounded {
+			switch {
+			case parallel:
+				M = Unbounded
+			case request:
+				M -= ch.Done - ch.Ready + ttfa
+			default:
+				M -= ch.Done - ch.Ready
+			}
 		}
 		M = min(M, L)
-		l := p.latency(c)
+		l := latN
+		if c == 0 {
+			l = lat0
+		}
 		if M != Unbounded {
 			T = min(T, M-l-ch.Release)
 		}
@@ -1183,7 +1202,7 @@ func (p *Playout) PlayTurn(t *Turn) error {
 	}
 	if p.reuse {
 		p.recording = true
-		p.log = p.log[:0]
+		p.log, p.logDone = p.log[:0], p.logDone[:0]
 	}
 	for i := range t.Chunks {
 		if err := p.push(&t.Chunks[i]); err != nil {
@@ -1215,18 +1234,54 @@ func (p *Playout) replay(t *Turn) bool {
 	p.resetTiming(t.ID)
 	p.replaying = true
 	defer func() { p.replaying = false }()
-	log := p.log
+	log, done := p.log, p.logDone[:len(p.log)]
+	// once the player has started, a chunk that plays whole on arrival of
+	// its audio (no frame can come late: RTF <= 1) and that no parallel
+	// request can overtake is placed here; the rest go through play
+	inline := p.cfg.Synth.RTF <= 1 && p.mode != modeParallel
+	ttfa, cont := p.cfg.Synth.TTFA, p.cfg.Synth.Continuation
+	if p.mode != modeStream {
+		cont = ttfa
+	}
 	j := 0
 	prev := time.Duration(0)
 	for i := range t.Chunks {
 		c, k := &t.Chunks[i], &p.keys[i]
-		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.TokenCount() != k.tokens || c.Text != k.text {
+		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.TokenCount() != k.tokens ||
+			len(c.Text) != len(k.text) || len(c.Text) > 0 && c.Text != k.text {
 			return false // c.At < 0 too: prev starts at 0
 		}
-		prev = c.At
-		p.at = append(p.at, c.At)
+		at := c.At
+		prev = at
+		p.at = append(p.at, at)
 		for ; j < len(log) && log[j].Trigger == i && !log[j].End; j++ {
-			p.replayChunk(&log[j], c.At)
+			if !inline || !p.started {
+				p.replayChunk(&log[j], at)
+				continue
+			}
+			// play (with the player running) and schedule, inlined
+			n := len(p.Chunks)
+			ch := p.newChunk()
+			*ch = log[j]
+			ch.Release = at
+			p.speech += ch.Audio
+			if p.mode == modeRequest {
+				ch.Start = max(at, p.synthDone)
+				ch.Ready = ch.Start + ttfa
+			} else {
+				ch.Start = at
+				ch.Ready = max(at+cont, p.synthDone) // n > 0: the player has started
+			}
+			ch.Done = ch.Ready + done[j]
+			p.synthDone = max(p.synthDone, ch.Done)
+			if ch.Ready > p.playhead {
+				p.gap(n, p.playhead, ch.Ready-p.playhead)
+				p.playhead = ch.Ready
+			}
+			ch.PlayStart = p.playhead
+			p.playhead += ch.Audio
+			ch.PlayEnd = p.playhead
+			p.scheduled++
 		}
 	}
 	for ; j < len(log); j++ {
