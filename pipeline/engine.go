@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/speech-pipeline/underrun/tts"
 )
@@ -1248,7 +1249,7 @@ func (p *Playout) replay(t *Turn) bool {
 	for i := range t.Chunks {
 		c, k := &t.Chunks[i], &p.keys[i]
 		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.TokenCount() != k.tokens ||
-			len(c.Text) != len(k.text) || len(c.Text) > 0 && c.Text != k.text {
+			len(c.Text) != len(k.text) || unsafe.StringData(c.Text) != unsafe.StringData(k.text) && c.Text != k.text {
 			return false // c.At < 0 too: prev starts at 0
 		}
 		at := c.At

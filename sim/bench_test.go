@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,16 @@ func benchGenerator(tb testing.TB) *Generator {
 		tb.Fatal(err)
 	}
 	return g
+}
+
+// cpuTime is the CPU time the process has used, all threads together: on
+// a shared machine it counts the work, not the waits for a core.
+func cpuTime(tb testing.TB) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // BenchmarkStreamTurn measures making one ~200-token turn.
@@ -46,17 +57,24 @@ func BenchmarkRooflineTurn(b *testing.B) {
 	}
 }
 
-// BenchmarkMonteCarlo measures simulated ~200-token turns per second
-// through the whole engine, on all cores.
+// BenchmarkMonteCarlo measures simulated 200-token turns per second
+// through the whole engine, on all cores (GOMAXPROCS; -cpu sets it). It
+// reports turns/s and s/1M-turns of wall time, and the CPU time a turn
+// takes (cpu-µs/turn: 1 M turns in 5 s on 2 cores needs under 10).
 func BenchmarkMonteCarlo(b *testing.B) {
 	g := benchGenerator(b)
 	cfg := pipeline.DefaultConfig()
 	const turns = 20000
 	b.ReportAllocs()
+	cpu := cpuTime(b)
 	for b.Loop() {
 		if _, err := Run(context.Background(), g, cfg, Options{Turns: turns, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(turns*b.N)/b.Elapsed().Seconds(), "turns/s")
+	cpu = cpuTime(b) - cpu
+	n := float64(turns * b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "turns/s")
+	b.ReportMetric(b.Elapsed().Seconds()/n*1e6, "s/1M-turns")
+	b.ReportMetric(cpu.Seconds()/n*1e6, "cpu-µs/turn")
 }

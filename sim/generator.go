@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,6 +142,7 @@ type Stream struct {
 	reasoning Lengths
 	turn      pipeline.Turn
 	stepScale float64
+	general   bool // always take Turn's general loop (tests)
 }
 
 // NewStream returns a Stream of the generator's turns for seed. The
@@ -183,6 +185,9 @@ func (s *Stream) Turn(i int) *pipeline.Turn {
 	total := thinking + content
 	spec := s.gen.Speculative
 	at := s.pacer.Begin(rng)
+	if thinking == 0 && spec.Draft == 0 && !s.general {
+		return s.plainTurn(at, tx, content)
+	}
 	emitted := 0
 	emit := func(n int) {
 		// a step's tokens may straddle the end of the thinking
@@ -224,5 +229,36 @@ func (s *Stream) Turn(i int) *pipeline.Turn {
 		at += d
 		emit(min(n, total-emitted))
 	}
+	return t
+}
+
+// plainTurn finishes a turn of content tokens without reasoning, one token
+// a step, the first at at: Turn's loop without the cases it does not
+// need, drawing the same numbers.
+func (s *Stream) plainTurn(at time.Duration, tx *text, content int) *pipeline.Turn {
+	t := &s.turn
+	chunks := slices.Grow(t.Chunks[:0], content)[:content]
+	rng, pacer, scale := s.rng, s.pacer, s.stepScale
+	for k := range chunks {
+		if k > 0 {
+			d := pacer.Step(rng, k, k)
+			if scale != 1 {
+				d = time.Duration(float64(d) * scale)
+			}
+			at += d
+		}
+		c := pipeline.Chunk{At: at, Tokens: 1}
+		if tx != nil {
+			from := 0
+			if k > 0 {
+				from = tx.ends[k-1]
+			}
+			c.Text = tx.s[from:tx.ends[k]]
+		} else {
+			c.Textless = true
+		}
+		chunks[k] = c
+	}
+	t.Chunks = chunks
 	return t
 }

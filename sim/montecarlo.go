@@ -332,10 +332,6 @@ func (w *worker) turn(i int, s *turnStat) error {
 		return fmt.Errorf("simulated turn %d: %w", i, err)
 	}
 	s.speech = p.Speech().Seconds()
-	s.tpot = math.NaN()
-	if v, ok := t.TPOTSeconds(); ok {
-		s.tpot = v * 1000
-	}
 	for _, u := range p.Underruns {
 		if u.Class == pipeline.Interruption {
 			s.interruptions++
@@ -344,22 +340,45 @@ func (w *worker) turn(i int, s *turnStat) error {
 			s.glitches++
 		}
 	}
-	for k := 1; k < len(t.Chunks); k++ {
-		w.itl.add(t.Chunks[k].At - t.Chunks[k-1].At)
-	}
-	if start, ok := p.Started(); ok {
-		for k, tol := range p.Tolerance {
-			if t.Chunks[k].At < start {
-				continue
-			}
-			if tol == pipeline.Unbounded {
-				w.unbound++
-			} else {
-				w.tol.add(tol)
-			}
+	// one pass over the chunks: ITLs, tolerances after the start, and
+	// the token count TPOT divides by
+	chunks := t.Chunks
+	start, started := p.Started()
+	tols := p.Tolerance[:len(chunks)]
+	tokens := 0
+	for k := range chunks {
+		c := &chunks[k]
+		tokens += c.TokenCount()
+		if k > 0 {
+			w.itl.add(c.At - chunks[k-1].At)
+		}
+		if !started || c.At < start {
+			continue
+		}
+		if tol := tols[k]; tol == pipeline.Unbounded {
+			w.unbound++
+		} else {
+			w.tol.add(tol)
 		}
 	}
+	s.tpot = math.NaN()
+	if v, ok := tpotSeconds(t, tokens); ok {
+		s.tpot = v * 1000
+	}
 	return nil
+}
+
+// tpotSeconds is t.TPOTSeconds() for a turn whose chunks carry tokens
+// tokens, counted by the caller on its way through them.
+func tpotSeconds(t *pipeline.Turn, tokens int) (float64, bool) {
+	n := tokens
+	if t.OutputTokens > 0 {
+		n = t.OutputTokens
+	}
+	if len(t.Chunks) == 0 || n < 2 {
+		return 0, false
+	}
+	return (t.Chunks[len(t.Chunks)-1].At - t.Chunks[0].At).Seconds() / float64(n-1), true
 }
 
 // exact summarizes values exactly (numpy-linear percentiles), sorting
