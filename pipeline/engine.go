@@ -195,7 +195,7 @@ type Playout struct {
 	at     []time.Duration // per streamed chunk: arrival
 	end    []int           // per streamed chunk: text offset after it
 	audio  []time.Duration // per streamed chunk: audio up to its end
-	meters []tts.Meter     // per streamed chunk: meter before it (text turns)
+	meters []bool          // per streamed chunk: the meter was in a word before it (text turns)
 	text   []byte
 	kind   []uint8 // per streamed chunk: kindText, kindTextless, kindReasoning
 
@@ -430,7 +430,7 @@ func (p *Playout) push(c *Chunk) error {
 		p.end = append(p.end, len(p.text))
 		p.audio = append(p.audio, p.audioSoFar())
 		if p.metered {
-			p.meters = append(p.meters, p.meter)
+			p.meters = append(p.meters, p.meter.InWord())
 		}
 		return nil
 	}
@@ -452,16 +452,16 @@ func (p *Playout) push(c *Chunk) error {
 		if !p.metered {
 			p.metered = true
 			for range k {
-				p.meters = append(p.meters, p.meter)
+				p.meters = append(p.meters, p.meter.InWord())
 			}
 		}
-		p.meters = append(p.meters, p.meter)
+		p.meters = append(p.meters, p.meter.InWord())
 		text = c.Text
 		a = p.meter.Add(text)
 		p.kind = append(p.kind, kindText)
 	}
 	if p.metered && p.kind[k] != kindText {
-		p.meters = append(p.meters, p.meter)
+		p.meters = append(p.meters, p.meter.InWord())
 	}
 	prev := p.audioSoFar()
 	p.text = append(p.text, text...)
@@ -559,7 +559,7 @@ func (p *Playout) audioAt(off int) time.Duration {
 		}
 		return before + full*time.Duration(prefix-1)/time.Duration(width-1)
 	}
-	m := p.meters[r]
+	m := p.meter.WithInWord(p.meters[r])
 	return before + m.Add(string(p.text[from:off]))
 }
 

@@ -119,18 +119,92 @@ func (v Voice) Meter() Meter {
 
 // Add returns the audio of text spoken after everything added before.
 func (m *Meter) Add(text string) time.Duration {
-	var d time.Duration
+	// counts, not a running sum: the audio is the same integer either way
+	var letters, onsets, commas, sentences time.Duration
+	inWord := m.inWord
 	for i := 0; i < len(text); {
-		r := rune(text[i])
-		size := 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRuneInString(text[i:])
+		b := text[i]
+		if b >= utf8.RuneSelf {
+			// as Meter.rune
+			r, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			if isWordRune(r) {
+				letters++
+				if !inWord {
+					onsets++
+				}
+				inWord = true
+				continue
+			}
+			inWord = r == '\'' || r == '’'
+			switch {
+			case IsSentenceEnd(r):
+				sentences++
+			case isClauseEnd(r):
+				commas++
+			}
+			continue
 		}
-		i += size
-		d += m.rune(r)
+		i++
+		switch meterClass[b] {
+		case meterLetter:
+			letters++
+			if !inWord {
+				onsets++
+			}
+			inWord = true
+		case meterApostrophe:
+			inWord = true
+		case meterSentence:
+			sentences++
+			inWord = false
+		case meterClause:
+			commas++
+			inWord = false
+		default:
+			inWord = false
+		}
 	}
-	return d
+	m.inWord = inWord
+	return letters*m.letter + onsets*m.onset + commas*m.comma + sentences*m.sentence
 }
+
+// InWord reports whether the text added so far ended inside a word, so
+// that a letter added next pays no onset.
+func (m *Meter) InWord() bool { return m.inWord }
+
+// WithInWord returns the Meter as it stands after a text that ended inside
+// a word (inWord) or not: what InWord said then is all a Meter remembers.
+func (m Meter) WithInWord(inWord bool) Meter {
+	m.inWord = inWord
+	return m
+}
+
+// How Meter.Add treats an ASCII character.
+const (
+	meterOther uint8 = iota
+	meterLetter
+	meterApostrophe
+	meterSentence
+	meterClause
+)
+
+// meterClass classifies the ASCII characters as Meter.rune does.
+var meterClass = func() (t [utf8.RuneSelf]uint8) {
+	for r := range rune(utf8.RuneSelf) {
+		switch {
+		case isWordRune(r):
+			t[r] = meterLetter
+		case r == '\'':
+			t[r] = meterApostrophe
+		case IsSentenceEnd(r):
+			t[r] = meterSentence
+		case isClauseEnd(r):
+			t[r] = meterClause
+		}
+	}
+	return t
+}()
 
 // Duration returns the audio of a whole text spoken on its own.
 func (v Voice) Duration(text string) time.Duration {
