@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/speech-pipeline/underrun/cmd/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
 	"github.com/speech-pipeline/underrun/pipeline/monitor/prometheus"
@@ -209,6 +210,18 @@ func (a *asyncWriter) Close() int {
 	return n
 }
 
+// listenMonitor is monitor.Listen, first clearing a stale socket at a
+// unix:PATH (one left by a monitor that died; anything else there is
+// refused).
+func listenMonitor(addr string) (net.Listener, error) {
+	if p := monitor.SocketPath(addr); p != "" {
+		if err := outfile.ClearStaleSocket(p); err != nil {
+			return nil, err
+		}
+	}
+	return monitor.Listen(addr)
+}
+
 // checkListen refuses an address other than loopback without a token. A
 // Unix socket (unix:PATH) is local: its file's permissions say who may
 // connect.
@@ -303,7 +316,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		}
 		return usageError{err}
 	}
-	ln, err := monitor.Listen(c.listen)
+	ln, err := listenMonitor(c.listen)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		if rec != nil {
@@ -624,7 +637,7 @@ func newLoadTargetCommand(e *env, name, short string, serve func(context.Context
 			if err := checkListen(listen, ""); err != nil {
 				return err
 			}
-			ln, err := monitor.Listen(listen)
+			ln, err := listenMonitor(listen)
 			if err != nil {
 				return usagef("--listen: %w", err)
 			}
@@ -823,11 +836,11 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	w := e.stdout
 	ln := loadNet{unix: lf.network == "unix"}
 	if ln.unix && opts.URL == "" {
-		dir, err := os.MkdirTemp("", "underrun-load-")
+		dir, remove, err := outfile.TempDir("underrun-load-")
 		if err != nil {
 			return fmt.Errorf("load: a directory for the sockets: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer remove()
 		ln.dir = dir
 	}
 	mode := "each target in its own process"
@@ -955,7 +968,7 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 			switch {
 			case here:
 				var l net.Listener
-				if l, err = monitor.Listen(ln.listen(name)); err == nil {
+				if l, err = listenMonitor(ln.listen(name)); err == nil {
 					t, err = inProcess(name == "echo", opts, l)
 				}
 			case name == "echo":

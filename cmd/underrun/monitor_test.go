@@ -256,3 +256,20 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 		t.Errorf("the monitor's recording holds %d messages, it received %s", records, m[2])
 	}
 }
+
+// TestMonitorListenUnixKeepsFile: --listen unix:PATH over a file that is
+// not a socket is refused, and the file is left as it was.
+func TestMonitorListenUnixKeepsFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "", "monitor", "--listen", "unix:"+file)
+	if code != exitUsage || !strings.Contains(errOut, "not a socket") {
+		t.Errorf("exit %d, %q; want 2 and a refusal", code, errOut)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep me" {
+		t.Errorf("the file now holds %q", b)
+	}
+}

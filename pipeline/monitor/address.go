@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -34,9 +33,8 @@ func IsUnix(addr string) bool {
 }
 
 // Listen listens on addr: host:port for TCP, or unix:PATH for a Unix
-// socket. A Unix socket replaces only a stale socket at PATH (one that
-// nothing answers on), never another file, and is removed when the
-// listener closes.
+// socket, which must not exist yet (Listen never replaces a file; clear a
+// stale socket first) and is removed when the listener closes.
 func Listen(addr string) (net.Listener, error) {
 	path, ok := socketPath(addr)
 	if !ok {
@@ -45,20 +43,16 @@ func Listen(addr string) (net.Listener, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%q: want unix:PATH, the socket's path", addr)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: not replacing it", path)
-		}
-		c, err := net.DialTimeout("unix", path, time.Second)
-		if err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: something already listens there", path)
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("%s exists: not replacing it", path)
 	}
 	return net.Listen("unix", path)
+}
+
+// SocketPath returns the path of a unix:PATH address ("" for any other).
+func SocketPath(addr string) string {
+	p, _ := socketPath(addr)
+	return p
 }
 
 // BaseURL is the address a client gives for a monitor listening on ln:
