@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"math"
 	"runtime"
+	"slices"
 	"time"
+	"unsafe"
 )
 
 // Pool is a Sample that may grow as large as a benchmark file's every
@@ -11,20 +14,21 @@ import (
 // copies nothing and never holds two copies, and the garbage collector,
 // which lets the heap grow to twice what it holds, neither counts nor
 // scans them. Its memory is then 8 bytes a value plus at most one page.
+// Its Summary is Sample.Summary's, to the bit, sorted by radix.
 // The zero Pool is empty and ready; Release gives its memory back.
 type Pool struct {
 	s   Sample
-	mem *poolMemory // nil while the values are on the heap
+	mem poolMemory
 }
 
-// poolHeapValues is how many values a Pool keeps on the Go heap before
-// it moves them out: a small pool costs no mapping.
-const poolHeapValues = 1 << 16
+// poolHeapBytes is how much a pool keeps on the Go heap before it moves
+// its values out: a small pool costs no mapping.
+const poolHeapBytes = 512 << 10
 
 // Add appends one value.
 func (p *Pool) Add(v float64) {
-	if len(p.s.values) == cap(p.s.values) && len(p.s.values) >= poolHeapValues {
-		p.grow()
+	if len(p.s.values) == cap(p.s.values) && len(p.s.values)*8 >= poolHeapBytes {
+		p.s.values = growOutside(&p.mem, p.s.values)
 	}
 	p.s.Add(v)
 }
@@ -36,34 +40,232 @@ func (p *Pool) AddDuration(d time.Duration) { p.Add(Millis(d)) }
 func (p *Pool) Len() int { return p.s.Len() }
 
 // Summary computes the summary, as Sample.Summary does.
-func (p *Pool) Summary() Summary { return p.s.Summary() }
+func (p *Pool) Summary() Summary { return p.Sample().Summary() }
 
-// Sample returns the pool as a Sample, valid until Release.
-func (p *Pool) Sample() *Sample { return &p.s }
+// Sample returns the pool as a Sample, its values sorted, valid until
+// Release.
+func (p *Pool) Sample() *Sample {
+	if !p.s.sorted {
+		sortFloats(p.s.values)
+		p.s.sorted = true
+	}
+	return &p.s
+}
 
 // Release empties the pool and gives its memory back.
 func (p *Pool) Release() {
 	p.s = Sample{}
-	if p.mem != nil {
-		p.mem.free()
-		p.mem = nil
+	p.mem.free()
+}
+
+// DurationPool collects durations for a Summary in milliseconds, equal to
+// the bit to that of a Sample given each as AddDuration: the durations are
+// kept as whole nanoseconds, in 4 bytes each when they are shorter than
+// 4.29 s (the others, rare, in 8 bytes on the heap), outside the Go heap
+// as a Pool's values are. The zero DurationPool is empty and ready.
+type DurationPool struct {
+	short []uint32 // durations of 0 to 2^32-1 ns
+	other []int64  // the rest
+	mem   poolMemory
+}
+
+// AddDuration appends one duration.
+func (p *DurationPool) AddDuration(d time.Duration) {
+	if d < 0 || d > math.MaxUint32 {
+		p.other = append(p.other, int64(d))
+		return
+	}
+	if len(p.short) == cap(p.short) && len(p.short)*4 >= poolHeapBytes {
+		p.short = growOutside(&p.mem, p.short)
+	}
+	p.short = append(p.short, uint32(d))
+}
+
+// Len returns the number of durations.
+func (p *DurationPool) Len() int { return len(p.short) + len(p.other) }
+
+// Summary is the summary of the durations in milliseconds.
+func (p *DurationPool) Summary() Summary {
+	radixSort(p.short, 24)
+	slices.Sort(p.other)
+	neg, _ := slices.BinarySearch(p.other, 0)
+	n := p.Len()
+	// ascending: the negative ones, the short ones, the long ones
+	at := func(k int) float64 {
+		switch {
+		case k < neg:
+			return Millis(time.Duration(p.other[k]))
+		case k < neg+len(p.short):
+			return Millis(time.Duration(p.short[k-neg]))
+		}
+		return Millis(time.Duration(p.other[k-len(p.short)]))
+	}
+	if n == 0 {
+		return Summary{}
+	}
+	// Sample.Summary, value by value in the same order
+	var sum float64
+	for k := range n {
+		sum += at(k)
+	}
+	mean := sum / float64(n)
+	var ss float64
+	for k := range n {
+		x := at(k)
+		ss += (x - mean) * (x - mean)
+	}
+	pct := func(q float64) float64 {
+		h := float64(n-1) * q / 100
+		lo := int(math.Floor(h))
+		if lo >= n-1 {
+			return at(n - 1)
+		}
+		if lo < 0 {
+			return at(0)
+		}
+		frac := h - float64(lo)
+		return at(lo) + frac*(at(lo+1)-at(lo))
+	}
+	return Summary{
+		Count: n, Mean: mean, Median: pct(50), Std: math.Sqrt(ss / float64(n)),
+		Min: at(0), Max: at(n - 1),
+		P50: pct(50), P90: pct(90), P95: pct(95), P99: pct(99), P999: pct(99.9),
 	}
 }
 
-// grow makes room for more values outside the heap, doubling the room.
-func (p *Pool) grow() {
-	if p.mem == nil {
-		m := newPoolMemory()
-		if m == nil {
-			return // the system has none: the heap it is
-		}
-		p.mem = m
-		// a pool dropped without Release gives its mapping back when
-		// the collector finds it unreachable
-		runtime.AddCleanup(p.mem, func(r *poolRegion) { r.free() }, m.r)
+// Release empties the pool and gives its memory back.
+func (p *DurationPool) Release() {
+	p.short, p.other = nil, nil
+	p.mem.free()
+}
+
+// growOutside returns values with room for as many again, moved outside
+// the heap into mem (or kept where they are, grown by append, when the
+// system has no mapping to give).
+func growOutside[T uint32 | float64](mem *poolMemory, values []T) []T {
+	size := int(unsafe.Sizeof(values[0]))
+	room := 2 * cap(values)
+	b, ok := mem.grow(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*size), room*size)
+	if !ok {
+		return slices.Grow(values, room-len(values))
 	}
-	values, ok := p.mem.grow(p.s.values, 2*cap(p.s.values))
-	if ok {
-		p.s.values = values
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), room)[:len(values)]
+}
+
+// poolMemory is where a pool's values live once they left the heap: a
+// region the pool owns, given back by free, or by a cleanup once the
+// pool is dropped without Release.
+type poolMemory struct{ r *poolRegion }
+
+// grow moves the bytes used into a region of room bytes (the first time)
+// or grows the region to room bytes, keeping its contents.
+func (m *poolMemory) grow(used []byte, room int) ([]byte, bool) {
+	if m.r == nil {
+		r := &poolRegion{}
+		b, ok := r.grow(used, room)
+		if !ok {
+			return nil, false
+		}
+		m.r = r
+		// the cleanup holds the region, not the pool
+		runtime.AddCleanup(m, func(r *poolRegion) { r.free() }, r)
+		return b, true
+	}
+	return m.r.grow(used, room)
+}
+
+func (m *poolMemory) free() {
+	if m.r != nil {
+		m.r.free()
+	}
+}
+
+// sortFloats sorts values ascending as slices.Sort does, by radix on
+// their bits ordered as the numbers are (negative numbers flipped), or
+// with slices.Sort when a NaN or a negative zero, which the bits order
+// apart from slices.Sort, is among them.
+func sortFloats(values []float64) {
+	keys := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(values))), len(values))
+	odd := false
+	for i, v := range values {
+		b := math.Float64bits(v)
+		if v != v || b == 1<<63 {
+			odd = true
+		}
+		if b>>63 != 0 {
+			keys[i] = ^b
+		} else {
+			keys[i] = b | 1<<63
+		}
+	}
+	if !odd {
+		radixSort(keys, 56)
+	}
+	for i, k := range keys {
+		if k>>63 != 0 {
+			keys[i] = k &^ (1 << 63)
+		} else {
+			keys[i] = ^k
+		}
+	}
+	if odd {
+		slices.Sort(values)
+	}
+}
+
+// radixSort sorts keys in place by their bytes from the one at shift down
+// (American flag sort: each level counts its byte, moves every key to its
+// bucket by swaps, and sorts the buckets by the next byte); a level where
+// every key has the same byte only counts.
+func radixSort[T uint32 | uint64](keys []T, shift uint) {
+	for {
+		if len(keys) <= 64 {
+			slices.Sort(keys)
+			return
+		}
+		var count [256]int
+		for _, k := range keys {
+			count[byte(k>>shift)]++
+		}
+		if count[byte(keys[0]>>shift)] == len(keys) {
+			// one bucket: on to the next byte
+			if shift == 0 {
+				return
+			}
+			shift -= 8
+			continue
+		}
+		var next, end [256]int
+		sum := 0
+		for b, c := range count {
+			next[b] = sum
+			sum += c
+			end[b] = sum
+		}
+		for b := range 256 {
+			for next[b] < end[b] {
+				k := keys[next[b]]
+				d := byte(k >> shift)
+				for int(d) != b {
+					// k goes to bucket d; take the one there instead
+					keys[next[d]], k = k, keys[next[d]]
+					next[d]++
+					d = byte(k >> shift)
+				}
+				keys[next[b]] = k
+				next[b]++
+			}
+		}
+		if shift == 0 {
+			return
+		}
+		from := 0
+		for _, c := range count {
+			if c > 1 {
+				radixSort(keys[from:from+c], shift-8)
+			}
+			from += c
+		}
+		return
 	}
 }

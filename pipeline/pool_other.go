@@ -2,16 +2,10 @@
 
 package pipeline
 
-// poolMemory keeps a Pool's values on the Go heap where no mapping that
-// grows in place is at hand.
-type poolMemory struct{ r *poolRegion }
-
+// poolRegion has no mapping to give where mremap is not at hand: the
+// values stay on the Go heap.
 type poolRegion struct{}
 
-func newPoolMemory() *poolMemory { return nil }
-
-func (m *poolMemory) grow(values []float64, room int) ([]float64, bool) { return values, false }
-
-func (m *poolMemory) free() {}
+func (r *poolRegion) grow(used []byte, room int) ([]byte, bool) { return nil, false }
 
 func (r *poolRegion) free() {}

@@ -120,8 +120,8 @@ type Report struct {
 	RequestGoodput *Goodput `json:"request_goodput,omitempty"`
 
 	opts                         ReportOptions
-	ttft, ttfst, tpot, itl, e2el Pool // released by Close
-	ttfa                         Pool
+	ttft, ttfst, itl, e2el, ttfa DurationPool // released by Close
+	tpot                         Pool
 	good                         int
 	minPreroll                   time.Duration
 	maxSafe                      time.Duration
@@ -430,9 +430,10 @@ func (r *Report) Close() {
 	r.closed = true
 	r.TTFT, r.TTFST, r.TPOT = r.ttft.Summary(), r.ttfst.Summary(), r.tpot.Summary()
 	r.ITL, r.E2EL, r.TTFA = r.itl.Summary(), r.e2el.Summary(), r.ttfa.Summary()
-	for _, p := range []*Pool{&r.ttft, &r.ttfst, &r.tpot, &r.itl, &r.e2el, &r.ttfa} {
+	for _, p := range []*DurationPool{&r.ttft, &r.ttfst, &r.itl, &r.e2el, &r.ttfa} {
 		p.Release()
 	}
+	r.tpot.Release()
 	if r.Turns > 0 {
 		r.SpeechGoodput = float64(r.good) / float64(r.Turns)
 	}
