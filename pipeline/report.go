@@ -67,8 +67,10 @@ type ReportOptions struct {
 	TPOTSLO time.Duration
 	// PerTurn keeps a TurnReport for every turn.
 	PerTurn bool
-	// KeepUnderruns keeps every underrun (Underruns field).
+	// KeepUnderruns keeps every underrun (the List field), or the first
+	// MaxUnderruns of them when that is positive.
 	KeepUnderruns bool
+	MaxUnderruns  int
 	// MaxTPOT runs the largest-safe-TPOT inversion for every turn.
 	MaxTPOT bool
 	// KeepChunks keeps every speech chunk of every turn (Chunks field).
@@ -346,7 +348,7 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			c.add(u.Duration)
 			r.Causes[u.Cause] = c
 			r.Positions[u.Position]++
-			if r.opts.KeepUnderruns {
+			if r.opts.KeepUnderruns && (r.opts.MaxUnderruns <= 0 || len(r.List) < r.opts.MaxUnderruns) {
 				r.List = append(r.List, NewUnderrunReport(u))
 			}
 		}

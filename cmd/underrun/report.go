@@ -84,6 +84,15 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	}
 }
 
+// listKept is how many underruns the report keeps: those the text report
+// lists (--list), every one for JSON (0).
+func (f *reportFlags) listKept() int {
+	if f.output == "json" {
+		return 0
+	}
+	return f.list
+}
+
 // sloArg is an argument that continues --goodput's list, as vLLM writes
 // it: --goodput ttft:200 tpot:50.
 var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el):[0-9.eE+-]+$`)
@@ -154,7 +163,9 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	}
 	s := &session{env: e, flags: f, cfg: cfg, playout: p, log: zerolog.Nop()}
 	s.report = pipeline.NewReport(cfg, pipeline.ReportOptions{
-		TPOTSLO: f.tpotSLO, PerTurn: f.perTurn, KeepUnderruns: true, MaxTPOT: f.invert,
+		TPOTSLO: f.tpotSLO, PerTurn: f.perTurn, MaxTPOT: f.invert,
+		// the JSON report lists every underrun, the text report --list
+		KeepUnderruns: f.output == "json" || f.list > 0, MaxUnderruns: f.listKept(),
 		KeepChunks: f.chunks, Goodput: slos, GoodputMin: f.goodputMin,
 	})
 	switch f.events {
@@ -301,7 +312,7 @@ func writeTextReport(w io.Writer, r *pipeline.Report, list int) error {
 
 // writeUnderrunList writes the first list underruns as a table.
 func writeUnderrunList(w io.Writer, r *pipeline.Report, list int) {
-	fmt.Fprintf(w, "\nunderruns (first %d of %d):\n", min(list, len(r.List)), len(r.List))
+	fmt.Fprintf(w, "\nunderruns (first %d of %d):\n", min(list, len(r.List)), r.Underruns.Count)
 	fmt.Fprintf(w, "  %-12s %10s %10s  %-12s %-11s %-17s %6s %9s %9s\n", "turn", "start ms", "length ms", "class", "cause", "where", "token", "ITL ms", "tol ms")
 	for i, u := range r.List {
 		if i == list {
