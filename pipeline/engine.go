@@ -221,6 +221,7 @@ type Playout struct {
 	gapKinds          []uint8       // per underrun: how its chunk's text stood
 	arrivals          [][]Arrival   // per speech chunk, with Config.Measured: its measured pieces
 	speech            time.Duration // audio of the released chunks
+	earliestStart     time.Duration // the latest of every chunk's first audio (and allowance) less the audio before it
 	whole             string        // the turn's spoken text, for ContextDurations (PlayTurn)
 	err               error         // first Config.Durations failure
 
@@ -234,8 +235,7 @@ type Playout struct {
 	reuse, memo, recording bool
 	replaying              bool // PlayTurn is replaying the log: causes wait for End
 	keys                   []turnKey
-	log                    []SpeechChunk
-	logDone                []time.Duration // per logged chunk: Synth.Produce of its audio
+	log                    []loggedChunk
 
 	// Chunks are the speech chunks released so far.
 	Chunks []SpeechChunk
@@ -251,13 +251,37 @@ type Playout struct {
 	MinPreroll time.Duration
 }
 
-// turnKey is what a streamed chunk gives the engine besides its time.
+// turnKey is what a streamed chunk gives the engine besides its time (its
+// Tokens as set: 0 and 1 say the same, but a turn that writes them
+// differently is merely played in full).
 type turnKey struct {
 	text      string
-	tokens    int
+	tokens    int32
 	textless  bool
 	reasoning bool
 }
+
+// loggedChunk is a released speech chunk as its text made it: what
+// SpeechChunk holds before synthesis, and Synth.Produce of its audio.
+type loggedChunk struct {
+	from, to, first, last, trigger int32
+	end                            bool
+	audio, produce                 time.Duration
+}
+
+// set makes c the chunk as released at at, before synthesis: field by
+// field, as a composite literal of a struct this large is built on the
+// stack and copied, which costs more than the rest of a token's work.
+func (l *loggedChunk) set(c *SpeechChunk, at time.Duration) {
+	c.From, c.To = int(l.from), int(l.to)
+	c.First, c.Last, c.Trigger = int(l.first), int(l.last), int(l.trigger)
+	c.Timer, c.End = false, l.end
+	c.Audio, c.Release = l.audio, at
+	c.PlayStart, c.PlayEnd = 0, 0
+}
+
+// logLimit bounds the offsets and counts a loggedChunk or turnKey holds.
+const logLimit = math.MaxInt32
 
 // The synthesizer's timing modes (tts.Mode), as the engine switches on
 // them.
@@ -329,6 +353,7 @@ func (p *Playout) resetTiming(id string) {
 	p.gapKinds = p.gapKinds[:0]
 	p.arrivals = p.arrivals[:0]
 	p.speech, p.err, p.whole = 0, nil, ""
+	p.earliestStart = math.MinInt64
 	p.MinPreroll = 0
 }
 
@@ -507,7 +532,7 @@ func (p *Playout) End() {
 		if len(p.Chunks) > n {
 			p.Chunks[n].End = true
 			if p.recording {
-				p.log[len(p.log)-1].End = true
+				p.log[len(p.log)-1].end = true
 			}
 		}
 	}
@@ -593,15 +618,20 @@ func (p *Playout) release(rel int, at time.Duration, trigger int, timer bool) {
 	}
 	p.speech += a
 	c := p.newChunk()
-	*c = SpeechChunk{
-		From: from, To: rel,
-		First: first, Last: last,
-		Trigger: trigger, Timer: timer,
-		Audio: a, Release: at,
-	}
+	// field by field: see loggedChunk.set
+	c.From, c.To, c.First, c.Last = from, rel, first, last
+	c.Trigger, c.Timer, c.End = trigger, timer, false
+	c.Audio, c.Release = a, at
+	c.Start, c.Ready, c.Done, c.PlayStart, c.PlayEnd = 0, 0, 0, 0, 0
 	if p.recording {
-		p.log = append(p.log, *c)
-		p.logDone = append(p.logDone, p.cfg.Synth.Produce(a))
+		if rel >= logLimit || len(p.at) >= logLimit {
+			p.recording = false // past what a log holds: played in full every time
+		} else {
+			p.log = append(p.log, loggedChunk{
+				from: int32(from), to: int32(rel), first: int32(first), last: int32(last), trigger: int32(trigger),
+				audio: a, produce: p.cfg.Synth.Produce(a),
+			})
+		}
 	}
 	i := len(p.Chunks) - 1
 	p.synthesize(c, i, at)
@@ -645,6 +675,7 @@ func (p *Playout) synthesize(c *SpeechChunk, i int, at time.Duration) {
 // play hands speech chunk i, synthesized, to the player: it starts the
 // player when the start policy is met, and schedules it once started.
 func (p *Playout) play(c *SpeechChunk, i int) {
+	p.earliest(c)
 	a := c.Audio
 	p.synthDone = max(p.synthDone, c.Done)
 	before := p.allReady // every earlier chunk is whole by then
@@ -673,6 +704,13 @@ func (p *Playout) play(c *SpeechChunk, i int) {
 		return
 	}
 	p.schedule()
+}
+
+// earliest notes, for minPreroll, when the player could start at the
+// earliest for speech chunk c, just released, to play with no gap: its
+// first audio (and allowance) less the audio before it.
+func (p *Playout) earliest(c *SpeechChunk) {
+	p.earliestStart = max(p.earliestStart, c.Ready+p.allowance(c)-(p.speech-c.Audio))
 }
 
 // latency is how long speech chunk i waits after its release for its
@@ -1047,41 +1085,25 @@ func (p *Playout) tolerance() {
 	}
 	chunks, tol := p.Chunks, p.Tolerance
 	startChunk := p.startChunk
-	parallel, request := p.mode == modeParallel, p.mode == modeRequest
-	ttfa := p.cfg.Synth.TTFA
+	parallel := p.mode == modeParallel
+	var chain time.Duration // besides production, between chunks: request mode's next time to first audio
+	if p.mode == modeRequest {
+		chain = p.cfg.Synth.TTFA
+	}
 	lat0, latN := p.latency(0), p.latency(1) // the first chunk's, every other's
 	slow := p.cfg.Synth.RTF > 1              // frames can come late: allowance
+	// First, walking chunks backward, the tolerance v[c0] of every
+	// streamed chunk whose first delayed speech chunk is c0; then each
+	// streamed chunk takes its c0's.
+	v := slices.Grow(p.scratch[:0], C+1)[:C+1]
+	p.scratch = v
+	v[C] = Unbounded
 	M := Unbounded
 	T := Unbounded
 	backlog := p.startHeld // some chunk >= c0 (or the start) waited
 	end := chunks[C-1].PlayEnd
 	var tail time.Duration // audio of the chunks after c
-	// Walk chunks backward while walking streamed chunks backward, so
-	// each streamed chunk k gets T for c0(k) = first chunk with Trigger > k.
-	k := n - 1
-	for c := C - 1; c >= -1; c-- {
-		// assign tolerances to streamed chunks whose c0 is c+1
-		lowTrigger := -1
-		if c >= 0 {
-			lowTrigger = chunks[c].Trigger
-		}
-		if k >= 0 && k >= lowTrigger {
-			var v time.Duration
-			switch {
-			case c+1 >= C || T == Unbounded:
-				v = Unbounded
-			case c+1 <= startChunk && !backlog:
-				v = Unbounded
-			default:
-				v = max(0, T)
-			}
-			for ; k >= 0 && k >= lowTrigger; k-- {
-				tol[k] = v
-			}
-		}
-		if c < 0 {
-			break
-		}
+	for c := C - 1; c >= 0; c-- {
 		ch := &chunks[c]
 		L := Unbounded
 		if c > startChunk {
@@ -1095,13 +1117,9 @@ func (p *Playout) tolerance() {
 		tail += ch.Audio
 		// M holds M_{c+1}: follow the chain from chunk c to chunk c+1
 		if M != Unbounded {
-			switch {
-			case parallel:
+			M -= ch.Done - ch.Ready + chain
+			if parallel {
 				M = Unbounded
-			case request:
-				M -= ch.Done - ch.Ready + ttfa
-			default:
-				M -= ch.Done - ch.Ready
 			}
 		}
 		M = min(M, L)
@@ -1112,8 +1130,24 @@ func (p *Playout) tolerance() {
 		if M != Unbounded {
 			T = min(T, M-l-ch.Release)
 		}
-		if ch.Ready > ch.Release+l {
-			backlog = true
+		backlog = backlog || ch.Ready > ch.Release+l
+		// the tolerance when c is the first chunk delayed
+		v[c] = Unbounded
+		if T != Unbounded && (c > startChunk || backlog) {
+			v[c] = max(0, T)
+		}
+	}
+	// streamed chunk k's c0 is one after the last chunk c, walking
+	// backward, whose Trigger is at most k (a timer's release can have an
+	// earlier Trigger than the release before it)
+	k := len(tol) - 1
+	for c := C - 1; c >= -1 && k >= 0; c-- {
+		low := -1
+		if c >= 0 {
+			low = chunks[c].Trigger
+		}
+		for ; k >= 0 && k >= low; k-- {
+			tol[k] = v[c+1]
 		}
 	}
 }
@@ -1130,13 +1164,7 @@ func (p *Playout) minPreroll() {
 	if len(p.Chunks) == 0 {
 		return
 	}
-	var before time.Duration
-	S := time.Duration(math.MinInt64)
-	for i := range p.Chunks {
-		c := &p.Chunks[i]
-		S = max(S, c.Ready+p.allowance(c)-before)
-		before += c.Audio
-	}
+	S := p.earliestStart // max over the chunks, as they were released
 	var ready time.Duration
 	for i := range p.Chunks {
 		c := &p.Chunks[i]
@@ -1203,7 +1231,7 @@ func (p *Playout) PlayTurn(t *Turn) error {
 	}
 	if p.reuse {
 		p.recording = true
-		p.log, p.logDone = p.log[:0], p.logDone[:0]
+		p.log = p.log[:0]
 	}
 	for i := range t.Chunks {
 		if err := p.push(&t.Chunks[i]); err != nil {
@@ -1215,11 +1243,15 @@ func (p *Playout) PlayTurn(t *Turn) error {
 	if p.recording {
 		p.recording = false
 		p.keys = p.keys[:0]
+		p.memo = true
 		for i := range t.Chunks {
 			c := &t.Chunks[i]
-			p.keys = append(p.keys, turnKey{text: c.Text, tokens: c.TokenCount(), textless: c.Textless, reasoning: c.Reasoning})
+			if c.Tokens > logLimit {
+				p.memo = false
+				break
+			}
+			p.keys = append(p.keys, turnKey{text: c.Text, tokens: int32(c.Tokens), textless: c.Textless, reasoning: c.Reasoning})
 		}
-		p.memo = true
 	}
 	return p.err
 }
@@ -1235,7 +1267,7 @@ func (p *Playout) replay(t *Turn) bool {
 	p.resetTiming(t.ID)
 	p.replaying = true
 	defer func() { p.replaying = false }()
-	log, done := p.log, p.logDone[:len(p.log)]
+	log := p.log
 	// once the player has started, a chunk that plays whole on arrival of
 	// its audio (no frame can come late: RTF <= 1) and that no parallel
 	// request can overtake is placed here; the rest go through play
@@ -1248,39 +1280,39 @@ func (p *Playout) replay(t *Turn) bool {
 	prev := time.Duration(0)
 	for i := range t.Chunks {
 		c, k := &t.Chunks[i], &p.keys[i]
-		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.TokenCount() != k.tokens ||
+		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.Tokens != int(k.tokens) ||
 			len(c.Text) != len(k.text) || unsafe.StringData(c.Text) != unsafe.StringData(k.text) && c.Text != k.text {
 			return false // c.At < 0 too: prev starts at 0
 		}
 		at := c.At
 		prev = at
 		p.at = append(p.at, at)
-		for ; j < len(log) && log[j].Trigger == i && !log[j].End; j++ {
+		for ; j < len(log) && int(log[j].trigger) == i && !log[j].end; j++ {
 			if !inline || !p.started {
 				p.replayChunk(&log[j], at)
 				continue
 			}
 			// play (with the player running) and schedule, inlined
 			n := len(p.Chunks)
-			ch := p.newChunk()
-			*ch = log[j]
-			ch.Release = at
-			p.speech += ch.Audio
+			l := &log[j]
+			start, ready := at, max(at+cont, p.synthDone) // n > 0: the player has started
 			if p.mode == modeRequest {
-				ch.Start = max(at, p.synthDone)
-				ch.Ready = ch.Start + ttfa
-			} else {
-				ch.Start = at
-				ch.Ready = max(at+cont, p.synthDone) // n > 0: the player has started
+				start = max(at, p.synthDone)
+				ready = start + ttfa
 			}
-			ch.Done = ch.Ready + done[j]
-			p.synthDone = max(p.synthDone, ch.Done)
-			if ch.Ready > p.playhead {
-				p.gap(n, p.playhead, ch.Ready-p.playhead)
-				p.playhead = ch.Ready
+			synthDone := ready + l.produce
+			p.synthDone = max(p.synthDone, synthDone)
+			ch := p.newChunk()
+			l.set(ch, at)
+			ch.Start, ch.Ready, ch.Done = start, ready, synthDone
+			p.earliestStart = max(p.earliestStart, ready-p.speech) // earliest, with no allowance at RTF <= 1
+			p.speech += l.audio
+			if ready > p.playhead {
+				p.gap(n, p.playhead, ready-p.playhead)
+				p.playhead = ready
 			}
 			ch.PlayStart = p.playhead
-			p.playhead += ch.Audio
+			p.playhead += l.audio
 			ch.PlayEnd = p.playhead
 			p.scheduled++
 		}
@@ -1293,10 +1325,10 @@ func (p *Playout) replay(t *Turn) bool {
 }
 
 // replayChunk releases a logged speech chunk at at.
-func (p *Playout) replayChunk(l *SpeechChunk, at time.Duration) {
+func (p *Playout) replayChunk(l *loggedChunk, at time.Duration) {
 	c := p.newChunk()
-	*c = *l
-	c.Release = at
+	l.set(c, at)
+	c.Start, c.Ready, c.Done = 0, 0, 0
 	p.speech += c.Audio
 	i := len(p.Chunks) - 1
 	p.synthesize(c, i, at)

@@ -88,8 +88,9 @@ func bareLoop(turns []*Turn) int {
 }
 
 // benchEngine plays turns under policy and reports tokens per second,
-// allocations per turn and the ratio to the bare loop over the same turns,
-// timed between the engine's passes so both see the same machine.
+// allocations per turn and the ratio to the bare loop over the same turns
+// (x-bare), timed between the engine's passes so both see the same
+// machine, by wall clock and by the thread's CPU time (x-bare-cpu).
 func benchEngine(b *testing.B, policy string, turns []*Turn) {
 	cfg := DefaultConfig()
 	cfg.Policy, _ = tts.ParsePolicy(policy)
@@ -106,12 +107,18 @@ func benchEngine(b *testing.B, policy string, turns []*Turn) {
 			b.Fatal(err)
 		}
 	}
+	// the goroutine stays on one thread, whose CPU time counts the work
+	// of each side alone on a machine others share
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var bare time.Duration
+	var engineCPU, bareCPU int64
 	gaps := 0
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	b.ReportAllocs()
 	b.ResetTimer()
+	last, cpuOK := threadCPU()
 	for b.Loop() {
 		for _, t := range turns {
 			if err := p.PlayTurn(t); err != nil {
@@ -119,9 +126,13 @@ func benchEngine(b *testing.B, policy string, turns []*Turn) {
 			}
 		}
 		b.StopTimer()
+		mid, _ := threadCPU()
+		engineCPU += mid - last
 		start := time.Now()
 		gaps += bareLoop(turns)
 		bare += time.Since(start)
+		last, _ = threadCPU()
+		bareCPU += last - mid
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -133,6 +144,12 @@ func benchEngine(b *testing.B, policy string, turns []*Turn) {
 	rate := n / b.Elapsed().Seconds()
 	b.ReportMetric(rate/1e6, "Mtokens/s")
 	b.ReportMetric(rate/(n/bare.Seconds()), "x-bare")
+	if cpuOK && engineCPU > 0 && bareCPU > 0 {
+		// the same ratio by CPU time, which other work on the machine
+		// does not stretch
+		b.ReportMetric(float64(bareCPU)/float64(engineCPU), "x-bare-cpu")
+		b.ReportMetric(n/(float64(engineCPU)/1e9)/1e6, "Mtokens/cpu-s")
+	}
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(len(turns)*b.N), "allocs/turn")
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -129,7 +130,9 @@ func reuseConfig(t *testing.T, rng *rand.Rand) Config {
 
 // TestPlayTurnReuseMatchesFreshPlayout plays random turns on one Playout,
 // many of them with the text of the turn before (which PlayTurn reuses),
-// and checks every one against a fresh Playout that reuses nothing.
+// and checks every one against a fresh Playout that reuses nothing, and
+// its stall tolerances and smallest pre-roll against the algorithms as
+// first written.
 func TestPlayTurnReuseMatchesFreshPlayout(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(16, 4))
@@ -180,6 +183,14 @@ func TestPlayTurnReuseMatchesFreshPlayout(t *testing.T) {
 			if was && same && werr == nil {
 				replays++
 			}
+			if werr == nil {
+				if got, want := warm.Tolerance, refTolerance(warm); !reflect.DeepEqual(got, want) {
+					t.Fatalf("trial %d turn %d: tolerance %v, the first written algorithm %v", trial, turn, got, want)
+				}
+				if got, want := warm.MinPreroll, refMinPreroll(warm); got != want {
+					t.Fatalf("trial %d turn %d: min pre-roll %v, the first written algorithm %v", trial, turn, got, want)
+				}
+			}
 			if got, want := stateOf(warm), stateOf(fresh); !reflect.DeepEqual(got, want) {
 				t.Fatalf("trial %d turn %d (%s, %s): the Playout that played the turn before differs from a fresh one:\n got %+v\nwant %+v",
 					trial, turn, cfg.Policy.Name(), cfg.Synth.Timing(), got, want)
@@ -226,4 +237,115 @@ func TestPlayTurnReuseOnlyByText(t *testing.T) {
 			t.Errorf("%s: reuse %v, want %v", c.name, got, c.reuse)
 		}
 	}
+}
+
+// refTolerance is Playout.tolerance as it was first written, one loop
+// walking chunks and streamed chunks backward together: the reference the
+// engine's is checked against.
+func refTolerance(p *Playout) []time.Duration {
+	n := len(p.at)
+	C := len(p.Chunks)
+	tol := make([]time.Duration, n)
+	if C == 0 {
+		for i := range tol {
+			tol[i] = Unbounded
+		}
+		return tol
+	}
+	M := Unbounded
+	T := Unbounded
+	backlog := p.startHeld // some chunk >= c0 (or the start) waited
+	end := p.Chunks[C-1].PlayEnd
+	var tail time.Duration // audio of the chunks after c
+	// Walk chunks backward while walking streamed chunks backward, so
+	// each streamed chunk k gets T for c0(k) = first chunk with Trigger > k.
+	k := n - 1
+	for c := C - 1; c >= -1; c-- {
+		// assign tolerances to streamed chunks whose c0 is c+1
+		lowTrigger := -1
+		if c >= 0 {
+			lowTrigger = p.Chunks[c].Trigger
+		}
+		for ; k >= 0 && k >= lowTrigger; k-- {
+			switch {
+			case c+1 >= C || T == Unbounded:
+				tol[k] = Unbounded
+			case c+1 <= p.startChunk && !backlog:
+				tol[k] = Unbounded
+			default:
+				tol[k] = max(0, T)
+			}
+		}
+		if c < 0 {
+			break
+		}
+		ch := &p.Chunks[c]
+		L := Unbounded
+		if c > p.startChunk {
+			// the latest first-audio time that keeps the turn's last
+			// audio, and so its total silence, where it is
+			L = end - tail - ch.Audio - p.allowance(ch)
+		}
+		tail += ch.Audio
+		// M holds M_{c+1}: follow the chain from chunk c to chunk c+1
+		switch {
+		case M == Unbounded:
+		case p.mode == modeParallel:
+			M = Unbounded
+		case p.mode == modeRequest:
+			M -= ch.Done - ch.Ready + p.cfg.Synth.TTFA
+		default:
+			M -= ch.Done - ch.Ready
+		}
+		M = min(M, L)
+		l := p.latency(c)
+		if M != Unbounded {
+			T = min(T, M-l-ch.Release)
+		}
+		if ch.Ready > ch.Release+l {
+			backlog = true
+		}
+	}
+	return tol
+}
+
+// refMinPreroll is Playout.minPreroll as it was first written.
+func refMinPreroll(p *Playout) time.Duration {
+	if len(p.Chunks) == 0 {
+		return 0
+	}
+	var before time.Duration
+	S := time.Duration(math.MinInt64)
+	for i := range p.Chunks {
+		c := &p.Chunks[i]
+		S = max(S, c.Ready+p.allowance(c)-before)
+		before += c.Audio
+	}
+	var ready time.Duration
+	for i := range p.Chunks {
+		c := &p.Chunks[i]
+		if c.Ready >= S {
+			break
+		}
+		if p.cfg.Synth.RTF == 0 {
+			ready += c.Audio
+			continue
+		}
+		// frames k with Ready + frameOffset(k) < S
+		frames := time.Duration(float64(S-c.Ready) / (float64(p.frame) * p.cfg.Synth.RTF))
+		for frames > 0 && p.frameOffset(frames-1) >= S-c.Ready {
+			frames--
+		}
+		for p.frameOffset(frames) < S-c.Ready && frames*p.frame < c.Audio {
+			frames++
+		}
+		ready += min(c.Audio, frames*p.frame)
+		if frames*p.frame < c.Audio {
+			break // the chunks after it wait behind it
+		}
+	}
+	if ready == 0 {
+		return 0
+	}
+	return (ready/time.Millisecond + 1) * time.Millisecond
 }
