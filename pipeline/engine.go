@@ -1261,13 +1261,28 @@ func (p *Playout) PlayTurn(t *Turn) error {
 // differs or its chunks are out of order (the caller then plays it in
 // full, and finds the error).
 func (p *Playout) replay(t *Turn) bool {
-	if len(t.Chunks) != len(p.keys) {
+	n := len(t.Chunks)
+	if n != len(p.keys) {
 		return false
 	}
 	p.resetTiming(t.ID)
+	// the text first, in a pass over the turn alone: every chunk as the
+	// logged turn's, and in time order
+	at := slices.Grow(p.at[:0], n)[:n]
+	keys := p.keys[:n]
+	prev := time.Duration(0)
+	for i := range t.Chunks {
+		c, k := &t.Chunks[i], &keys[i]
+		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.Tokens != int(k.tokens) ||
+			len(c.Text) != len(k.text) || unsafe.StringData(c.Text) != unsafe.StringData(k.text) && c.Text != k.text {
+			return false // c.At < 0 too: prev starts at 0
+		}
+		prev = c.At
+		at[i] = prev
+	}
+	p.at = at
 	p.replaying = true
 	defer func() { p.replaying = false }()
-	log := p.log
 	// once the player has started, a chunk that plays whole on arrival of
 	// its audio (no frame can come late: RTF <= 1) and that no parallel
 	// request can overtake is placed here; the rest go through play
@@ -1276,50 +1291,53 @@ func (p *Playout) replay(t *Turn) bool {
 	if p.mode != modeStream {
 		cont = ttfa
 	}
-	j := 0
-	prev := time.Duration(0)
-	for i := range t.Chunks {
-		c, k := &t.Chunks[i], &p.keys[i]
-		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.Tokens != int(k.tokens) ||
-			len(c.Text) != len(k.text) || unsafe.StringData(c.Text) != unsafe.StringData(k.text) && c.Text != k.text {
-			return false // c.At < 0 too: prev starts at 0
+	// the player's and synthesizer's state in locals, for the loop's sake,
+	// put back before anything else reads it
+	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
+	chunks := p.Chunks
+	for j := range p.log {
+		l := &p.log[j]
+		if l.end || !inline || !p.started {
+			release := prev // End's flush, at the last arrival
+			if !l.end {
+				release = at[l.trigger]
+			}
+			p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks = synthDone, earliest, speech, playhead, chunks
+			p.replayChunk(l, release)
+			synthDone, earliest, speech, playhead, chunks = p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks
+			continue
 		}
-		at := c.At
-		prev = at
-		p.at = append(p.at, at)
-		for ; j < len(log) && int(log[j].trigger) == i && !log[j].end; j++ {
-			if !inline || !p.started {
-				p.replayChunk(&log[j], at)
-				continue
-			}
-			// play (with the player running) and schedule, inlined
-			n := len(p.Chunks)
-			l := &log[j]
-			start, ready := at, max(at+cont, p.synthDone) // n > 0: the player has started
-			if p.mode == modeRequest {
-				start = max(at, p.synthDone)
-				ready = start + ttfa
-			}
-			synthDone := ready + l.produce
-			p.synthDone = max(p.synthDone, synthDone)
-			ch := p.newChunk()
-			l.set(ch, at)
-			ch.Start, ch.Ready, ch.Done = start, ready, synthDone
-			p.earliestStart = max(p.earliestStart, ready-p.speech) // earliest, with no allowance at RTF <= 1
-			p.speech += l.audio
-			if ready > p.playhead {
-				p.gap(n, p.playhead, ready-p.playhead)
-				p.playhead = ready
-			}
-			ch.PlayStart = p.playhead
-			p.playhead += l.audio
-			ch.PlayEnd = p.playhead
-			p.scheduled++
+		// play (with the player running) and schedule, inlined
+		release := at[l.trigger]
+		start, ready := release, max(release+cont, synthDone) // a chunk before: the player has started
+		if p.mode == modeRequest {
+			start = max(release, synthDone)
+			ready = start + ttfa
 		}
+		done := ready + l.produce
+		synthDone = max(synthDone, done)
+		i := len(chunks)
+		if i < cap(chunks) {
+			chunks = chunks[:i+1]
+		} else {
+			chunks = append(chunks, SpeechChunk{})
+		}
+		ch := &chunks[i]
+		l.set(ch, release)
+		ch.Start, ch.Ready, ch.Done = start, ready, done
+		earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
+		speech += l.audio
+		if ready > playhead {
+			p.synthDone, p.earliestStart, p.speech, p.Chunks = synthDone, earliest, speech, chunks
+			p.gap(i, playhead, ready-playhead)
+			playhead = ready
+		}
+		ch.PlayStart = playhead
+		playhead += l.audio
+		ch.PlayEnd = playhead
+		p.scheduled = i + 1
 	}
-	for ; j < len(log); j++ {
-		p.replayChunk(&log[j], prev)
-	}
+	p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks = synthDone, earliest, speech, playhead, chunks
 	p.finish()
 	return true
 }
