@@ -269,15 +269,15 @@ type loggedChunk struct {
 	audio, produce                 time.Duration
 }
 
-// set makes c the chunk as released at at, before synthesis: field by
-// field, as a composite literal of a struct this large is built on the
-// stack and copied, which costs more than the rest of a token's work.
+// set makes c the chunk as released at at, but for its times after the
+// release: field by field, as a composite literal of a struct this large
+// is built on the stack and copied, which costs more than the rest of a
+// token's work.
 func (l *loggedChunk) set(c *SpeechChunk, at time.Duration) {
 	c.From, c.To = int(l.from), int(l.to)
 	c.First, c.Last, c.Trigger = int(l.first), int(l.last), int(l.trigger)
 	c.Timer, c.End = false, l.end
 	c.Audio, c.Release = l.audio, at
-	c.PlayStart, c.PlayEnd = 0, 0
 }
 
 // logLimit bounds the offsets and counts a loggedChunk or turnKey holds.
@@ -1092,12 +1092,12 @@ func (p *Playout) tolerance() {
 	}
 	lat0, latN := p.latency(0), p.latency(1) // the first chunk's, every other's
 	slow := p.cfg.Synth.RTF > 1              // frames can come late: allowance
-	// First, walking chunks backward, the tolerance v[c0] of every
-	// streamed chunk whose first delayed speech chunk is c0; then each
-	// streamed chunk takes its c0's.
-	v := slices.Grow(p.scratch[:0], C+1)[:C+1]
-	p.scratch = v
-	v[C] = Unbounded
+	// Walking chunks backward, each step knows the tolerance next of the
+	// streamed chunks whose first delayed speech chunk is the one after:
+	// those from this chunk's Trigger on (a timer's release can have an
+	// earlier Trigger than the release before it).
+	next := Unbounded
+	k := len(tol) - 1
 	M := Unbounded
 	T := Unbounded
 	backlog := p.startHeld // some chunk >= c0 (or the start) waited
@@ -1105,6 +1105,9 @@ func (p *Playout) tolerance() {
 	var tail time.Duration // audio of the chunks after c
 	for c := C - 1; c >= 0; c-- {
 		ch := &chunks[c]
+		for ; k >= ch.Trigger; k-- {
+			tol[k] = next
+		}
 		L := Unbounded
 		if c > startChunk {
 			// the latest first-audio time that keeps the turn's last
@@ -1132,23 +1135,13 @@ func (p *Playout) tolerance() {
 		}
 		backlog = backlog || ch.Ready > ch.Release+l
 		// the tolerance when c is the first chunk delayed
-		v[c] = Unbounded
+		next = Unbounded
 		if T != Unbounded && (c > startChunk || backlog) {
-			v[c] = max(0, T)
+			next = max(0, T)
 		}
 	}
-	// streamed chunk k's c0 is one after the last chunk c, walking
-	// backward, whose Trigger is at most k (a timer's release can have an
-	// earlier Trigger than the release before it)
-	k := len(tol) - 1
-	for c := C - 1; c >= -1 && k >= 0; c-- {
-		low := -1
-		if c >= 0 {
-			low = chunks[c].Trigger
-		}
-		for ; k >= 0 && k >= low; k-- {
-			tol[k] = v[c+1]
-		}
+	for ; k >= 0; k-- {
+		tol[k] = next
 	}
 }
 
@@ -1293,24 +1286,30 @@ func (p *Playout) replay(t *Turn) bool {
 	}
 	// the player's and synthesizer's state in locals, for the loop's sake,
 	// put back before anything else reads it
+	log, j := p.log, 0
+	for ; j < len(log) && (!inline || !p.started); j++ {
+		l := &log[j]
+		release := prev // End's flush, at the last arrival
+		if !l.end {
+			release = at[l.trigger]
+		}
+		p.replayChunk(l, release)
+	}
+	request := p.mode == modeRequest
 	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
 	chunks := p.Chunks
-	for j := range p.log {
-		l := &p.log[j]
-		if l.end || !inline || !p.started {
-			release := prev // End's flush, at the last arrival
-			if !l.end {
-				release = at[l.trigger]
-			}
+	for ; j < len(log); j++ {
+		l := &log[j]
+		if l.end { // End's flush, at the last arrival
 			p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks = synthDone, earliest, speech, playhead, chunks
-			p.replayChunk(l, release)
+			p.replayChunk(l, prev)
 			synthDone, earliest, speech, playhead, chunks = p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks
 			continue
 		}
 		// play (with the player running) and schedule, inlined
 		release := at[l.trigger]
 		start, ready := release, max(release+cont, synthDone) // a chunk before: the player has started
-		if p.mode == modeRequest {
+		if request {
 			start = max(release, synthDone)
 			ready = start + ttfa
 		}
@@ -1346,7 +1345,7 @@ func (p *Playout) replay(t *Turn) bool {
 func (p *Playout) replayChunk(l *loggedChunk, at time.Duration) {
 	c := p.newChunk()
 	l.set(c, at)
-	c.Start, c.Ready, c.Done = 0, 0, 0
+	c.Start, c.Ready, c.Done, c.PlayStart, c.PlayEnd = 0, 0, 0, 0, 0
 	p.speech += c.Audio
 	i := len(p.Chunks) - 1
 	p.synthesize(c, i, at)
