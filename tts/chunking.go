@@ -187,6 +187,8 @@ type wordChunker struct {
 }
 
 func (c *wordChunker) Append(_ time.Duration, text string) int {
+	// the state in locals for the loop, stored once at the end
+	inWord, released := c.inWord, c.released
 	for i := 0; i < len(text); {
 		space, size := false, 1
 		if b := text[i]; b < utf8.RuneSelf {
@@ -196,14 +198,15 @@ func (c *wordChunker) Append(_ time.Duration, text string) int {
 			r, size = utf8.DecodeRuneInString(text[i:])
 			space = unicode.IsSpace(r)
 		}
-		if space && c.inWord {
-			c.released = c.n + i + size
+		if space && inWord {
+			released = c.n + i + size
 		}
-		c.inWord = !space
+		inWord = !space
 		i += size
 	}
+	c.inWord, c.released = inWord, released
 	c.n += len(text)
-	return c.released
+	return released
 }
 func (c *wordChunker) Deadline() (time.Duration, bool) { return 0, false }
 func (c *wordChunker) Expire(time.Duration) int        { return c.released }
@@ -255,6 +258,8 @@ func runeClass(r rune) uint8 {
 }
 
 func (c *sentenceChunker) Append(_ time.Duration, text string) int {
+	// the state in locals for the loop, stored once at the end
+	state, pendingEnd, released, n := c.state, c.pendingEnd, c.released, c.n
 	for i := 0; i < len(text); {
 		class, size := classOther, 1
 		if b := text[i]; b < utf8.RuneSelf {
@@ -266,24 +271,24 @@ func (c *sentenceChunker) Append(_ time.Duration, text string) int {
 		}
 		switch {
 		case class == classSpace:
-			if c.state != inSentence {
-				c.state = inGap
-				c.pendingEnd = c.n + i + size
+			if state != inSentence {
+				state = inGap
+				pendingEnd = n + i + size
 			}
 		case class == classEnd:
-			c.state = afterEnd
-		case class == classCloser && c.state == afterEnd:
+			state = afterEnd
+		case class == classCloser && state == afterEnd:
 			// still the end of the sentence
 		default:
-			if c.state == inGap {
-				c.released = c.pendingEnd
+			if state == inGap {
+				released = pendingEnd
 			}
-			c.state = inSentence
+			state = inSentence
 		}
 		i += size
 	}
-	c.n += len(text)
-	return c.released
+	c.state, c.pendingEnd, c.released, c.n = state, pendingEnd, released, n+len(text)
+	return released
 }
 
 func isCloser(r rune) bool {

@@ -120,8 +120,11 @@ func (v Voice) Meter() Meter {
 // Add returns the audio of text spoken after everything added before.
 func (m *Meter) Add(text string) time.Duration {
 	// counts, not a running sum: the audio is the same integer either way
-	var letters, onsets, commas, sentences time.Duration
-	inWord := m.inWord
+	var letters, onsets, commas, sentences int
+	inWord := 0
+	if m.inWord {
+		inWord = 1
+	}
 	for i := 0; i < len(text); {
 		b := text[i]
 		if b >= utf8.RuneSelf {
@@ -130,13 +133,14 @@ func (m *Meter) Add(text string) time.Duration {
 			i += size
 			if isWordRune(r) {
 				letters++
-				if !inWord {
-					onsets++
-				}
-				inWord = true
+				onsets += 1 - inWord
+				inWord = 1
 				continue
 			}
-			inWord = r == '\'' || r == '’'
+			inWord = 0
+			if r == '\'' || r == '’' {
+				inWord = 1
+			}
 			switch {
 			case IsSentenceEnd(r):
 				sentences++
@@ -146,27 +150,18 @@ func (m *Meter) Add(text string) time.Duration {
 			continue
 		}
 		i++
-		switch meterClass[b] {
-		case meterLetter:
-			letters++
-			if !inWord {
-				onsets++
-			}
-			inWord = true
-		case meterApostrophe:
-			inWord = true
-		case meterSentence:
-			sentences++
-			inWord = false
-		case meterClause:
-			commas++
-			inWord = false
-		default:
-			inWord = false
-		}
+		// without branches: the bits of meterBits
+		t := int(meterBits[b])
+		letter := t & meterLetter
+		letters += letter
+		onsets += letter &^ inWord
+		sentences += t >> 2 & 1
+		commas += t >> 3 & 1
+		inWord = t >> 1 & 1
 	}
-	m.inWord = inWord
-	return letters*m.letter + onsets*m.onset + commas*m.comma + sentences*m.sentence
+	m.inWord = inWord == 1
+	return time.Duration(letters)*m.letter + time.Duration(onsets)*m.onset +
+		time.Duration(commas)*m.comma + time.Duration(sentences)*m.sentence
 }
 
 // InWord reports whether the text added so far ended inside a word, so
@@ -180,23 +175,22 @@ func (m Meter) WithInWord(inWord bool) Meter {
 	return m
 }
 
-// How Meter.Add treats an ASCII character.
+// How Meter.Add treats an ASCII character: bits of meterBits.
 const (
-	meterOther uint8 = iota
-	meterLetter
-	meterApostrophe
-	meterSentence
-	meterClause
+	meterLetter   = 1 << iota // a letter or digit: audio, and an onset when it starts a word
+	meterInWord               // a word goes on after it (a letter or an apostrophe)
+	meterSentence             // sentence-final punctuation
+	meterClause               // a comma, semicolon or colon
 )
 
-// meterClass classifies the ASCII characters as Meter.rune does.
-var meterClass = func() (t [utf8.RuneSelf]uint8) {
+// meterBits classifies the ASCII characters as Meter.rune does.
+var meterBits = func() (t [utf8.RuneSelf]uint8) {
 	for r := range rune(utf8.RuneSelf) {
 		switch {
 		case isWordRune(r):
-			t[r] = meterLetter
+			t[r] = meterLetter | meterInWord
 		case r == '\'':
-			t[r] = meterApostrophe
+			t[r] = meterInWord
 		case IsSentenceEnd(r):
 			t[r] = meterSentence
 		case isClauseEnd(r):
