@@ -247,17 +247,19 @@ func (s *Stream) plainTurn(at time.Duration, tx *text, content int) *pipeline.Tu
 			}
 			at += d
 		}
-		c := pipeline.Chunk{At: at, Tokens: 1}
+		// field by field: a Chunk literal is built on the stack and
+		// copied, which costs as much as drawing the step
+		c := &chunks[k]
+		c.At, c.Tokens, c.Reasoning = at, 1, false
 		if tx != nil {
 			from := 0
 			if k > 0 {
 				from = tx.ends[k-1]
 			}
-			c.Text = tx.s[from:tx.ends[k]]
+			c.Text, c.Textless = tx.s[from:tx.ends[k]], false
 		} else {
-			c.Textless = true
+			c.Text, c.Textless = "", true
 		}
-		chunks[k] = c
 	}
 	t.Chunks = chunks
 	return t
