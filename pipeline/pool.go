@@ -85,13 +85,15 @@ func (p *DurationPool) AddDuration(d time.Duration) {
 func (p *DurationPool) Len() int { return len(p.short) + len(p.other) }
 
 // Summary is the summary of the durations in milliseconds.
-func (p *DurationPool) Summary() Summary {
+func (p *DurationPool) Summary() Summary { return mergedSummary(p.source()) }
+
+// source returns the durations sorted, as milliseconds.
+func (p *DurationPool) source() sortedSource {
 	radixSort(p.short, 24)
 	slices.Sort(p.other)
 	neg, _ := slices.BinarySearch(p.other, 0)
-	n := p.Len()
 	// ascending: the negative ones, the short ones, the long ones
-	at := func(k int) float64 {
+	return sortedSource{n: p.Len(), at: func(k int) float64 {
 		switch {
 		case k < neg:
 			return Millis(time.Duration(p.other[k]))
@@ -99,38 +101,129 @@ func (p *DurationPool) Summary() Summary {
 			return Millis(time.Duration(p.short[k-neg]))
 		}
 		return Millis(time.Duration(p.other[k-len(p.short)]))
+	}}
+}
+
+// sortedSource is n values in ascending order, value k at(k).
+type sortedSource struct {
+	n  int
+	at func(k int) float64
+}
+
+// mergedSummary is the Summary of the values of every source, to the bit
+// that of one Sample holding them all: Sample.Summary sums them in
+// ascending order, and so does this, merging the sources.
+func mergedSummary(sources ...sortedSource) Summary {
+	return summaryWithout(nil, sources...)
+}
+
+// summaryWithout is mergedSummary of the sources with one value left out
+// for each of without (ascending; each among the sources' values).
+func summaryWithout(without []float64, sources ...sortedSource) Summary {
+	sources = slices.DeleteFunc(slices.Clone(sources), func(s sortedSource) bool { return s.n == 0 })
+	n := -len(without)
+	for _, s := range sources {
+		n += s.n
 	}
-	if n == 0 {
+	if n <= 0 {
 		return Summary{}
 	}
-	// Sample.Summary, value by value in the same order
-	var sum float64
-	for k := range n {
-		sum += at(k)
+	// the ranks the percentiles read (Percentile), and the extremes
+	qs := [...]float64{50, 90, 95, 99, 99.9}
+	var ranks []int
+	for _, q := range qs {
+		h := float64(n-1) * q / 100
+		lo := max(0, min(int(math.Floor(h)), n-1))
+		ranks = append(ranks, lo, min(lo+1, n-1))
 	}
+	ranks = append(ranks, 0, n-1)
+	slices.Sort(ranks)
+	ranks = slices.Compact(ranks)
+	value := make(map[int]float64, len(ranks))
+	// each walk visits the values in ascending order
+	walk := func(visit func(k int, x float64)) {
+		if len(sources) == 1 && len(without) == 0 {
+			s := sources[0]
+			for k := range s.n {
+				visit(k, s.at(k))
+			}
+			return
+		}
+		next := make([]int, len(sources))
+		w := 0
+		for k := 0; k < n; {
+			best := -1
+			var bx float64
+			for i, s := range sources {
+				if next[i] < s.n {
+					if x := s.at(next[i]); best < 0 || x < bx {
+						best, bx = i, x
+					}
+				}
+			}
+			next[best]++
+			if w < len(without) && bx == without[w] {
+				w++ // left out
+				continue
+			}
+			visit(k, bx)
+			k++
+		}
+	}
+	var sum float64
+	r := 0
+	walk(func(k int, x float64) {
+		sum += x
+		if r < len(ranks) && ranks[r] == k {
+			value[k] = x
+			r++
+		}
+	})
 	mean := sum / float64(n)
 	var ss float64
-	for k := range n {
-		x := at(k)
-		ss += (x - mean) * (x - mean)
-	}
+	walk(func(_ int, x float64) { ss += (x - mean) * (x - mean) })
 	pct := func(q float64) float64 {
 		h := float64(n-1) * q / 100
 		lo := int(math.Floor(h))
 		if lo >= n-1 {
-			return at(n - 1)
+			return value[n-1]
 		}
 		if lo < 0 {
-			return at(0)
+			return value[0]
 		}
 		frac := h - float64(lo)
-		return at(lo) + frac*(at(lo+1)-at(lo))
+		return value[lo] + frac*(value[lo+1]-value[lo])
 	}
 	return Summary{
 		Count: n, Mean: mean, Median: pct(50), Std: math.Sqrt(ss / float64(n)),
-		Min: at(0), Max: at(n - 1),
+		Min: value[0], Max: value[n-1],
 		P50: pct(50), P90: pct(90), P95: pct(95), P99: pct(99), P999: pct(99.9),
 	}
+}
+
+// SharedITLs are ITLs a report does not pool itself, for it pools them
+// elsewhere already (a benchmark tool's times at the file's precision,
+// trace.Parity): a report's ITLs are those of Pool, value v being the ITL
+// Duration(v) (which must not decrease where v grows), with those of Extra
+// and without those of Missing, where the two differ.
+type SharedITLs struct {
+	Pool           *Pool
+	Duration       func(v float64) time.Duration
+	Extra, Missing []time.Duration
+}
+
+func (s *SharedITLs) sources() (sources []sortedSource, without []float64) {
+	v := s.Pool.Sample().Values()
+	slices.Sort(s.Extra)
+	slices.Sort(s.Missing)
+	without = make([]float64, len(s.Missing))
+	for i, d := range s.Missing {
+		without[i] = Millis(d)
+	}
+	return []sortedSource{
+		{n: len(v), at: func(k int) float64 { return Millis(s.Duration(v[k])) }},
+		{n: len(s.Extra), at: func(k int) float64 { return Millis(s.Extra[k]) }},
+	}, without
 }
 
 // Release empties the pool and gives its memory back.

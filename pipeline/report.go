@@ -133,7 +133,9 @@ type Report struct {
 	closed                       bool
 	maxTPOT                      *maxTPOTMemo // the MaxTPOT inversion, one search per kind of turn
 	goodputElsewhere             bool
-	textless                     int // tokens spoken without text
+	itlShared                    []*SharedITLs // ITLs pooled elsewhere
+	itlElsewhere                 bool          // the next turn's ITLs are in itlShared
+	textless                     int           // tokens spoken without text
 }
 
 // ConfigReport records the engine settings a report was made with.
@@ -311,7 +313,7 @@ func (r *Report) Add(t *Turn, p *Playout) {
 				r.TurnsOverSLO++
 			}
 		}
-		for i := 1; i < len(t.Chunks); i++ {
+		for i := 1; i < len(t.Chunks) && !r.itlElsewhere; i++ {
 			r.itl.AddDuration(t.Chunks[i].At - t.Chunks[i-1].At)
 		}
 	}
@@ -431,7 +433,15 @@ func (r *Report) Close() {
 	}
 	r.closed = true
 	r.TTFT, r.TTFST, r.TPOT = r.ttft.Summary(), r.ttfst.Summary(), r.tpot.Summary()
-	r.ITL, r.E2EL, r.TTFA = r.itl.Summary(), r.e2el.Summary(), r.ttfa.Summary()
+	r.E2EL, r.TTFA = r.e2el.Summary(), r.ttfa.Summary()
+	itls, without := []sortedSource{r.itl.source()}, []float64(nil)
+	for _, s := range r.itlShared {
+		src, w := s.sources()
+		itls, without = append(itls, src...), append(without, w...)
+	}
+	slices.Sort(without)
+	r.ITL = summaryWithout(without, itls...)
+	r.itlShared = nil
 	for _, p := range []*DurationPool{&r.ttft, &r.ttfst, &r.itl, &r.e2el, &r.ttfa} {
 		p.Release()
 	}
@@ -493,6 +503,18 @@ func (r *Report) CountGoodputElsewhere(on bool) { r.goodputElsewhere = on }
 func (r *Report) MergeGoodput(g *Goodput) {
 	if r.RequestGoodput != nil && g != nil {
 		r.RequestGoodput.Merge(g)
+	}
+}
+
+// ITLsElsewhere says that the ITLs between the chunks of the turns Add is
+// given next are in shared (read at Close), and are not to be pooled
+// again; nil pools them again. A benchmark file's times are pooled at the
+// file's precision (trace.Parity), and the report's ITL figures take them
+// from there: one pool, not two.
+func (r *Report) ITLsElsewhere(shared *SharedITLs) {
+	r.itlElsewhere = shared != nil
+	if shared != nil && !slices.Contains(r.itlShared, shared) {
+		r.itlShared = append(r.itlShared, shared)
 	}
 }
 

@@ -240,10 +240,14 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name, summary 
 		parity.CountGoodput(a.out.slos)
 		s.report.CountGoodputElsewhere(true)
 		defer s.report.CountGoodputElsewhere(false)
+		defer s.report.ITLsElsewhere(nil)
 	}
 	err = in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if parity != nil {
 			parity.AddFrom(td, t)
+			// the ITLs the parity pools at the file's precision, the
+			// report takes from there
+			s.report.ITLsElsewhere(parity.SharedITLs())
 		}
 		if err := s.add(t); err != nil {
 			return usageError{fmt.Errorf("%s: %w", in.label, err)}

@@ -267,3 +267,51 @@ func BenchmarkAnalyzeVLLM(b *testing.B) {
 		})
 	}
 }
+
+// TestAnalyzeMemoryPerITL runs `analyze --output json` as its own process
+// on two generated vLLM files, of about 1.5 and 64 MB, and bounds what
+// its peak memory grows by per ITL: 8 bytes for the one pool of them
+// (vLLM's floats of seconds, exact; the report's figures read them from
+// there), with a margin for the rest of each request (its TTFT, TPOT and
+// E2E, about 0.2 bytes per ITL here) and the measurement; nothing else
+// may grow with the file. It grew by 45 bytes per ITL before the pools,
+// by 13 with a pool each for the report and for vLLM's figures.
+func TestAnalyzeMemoryPerITL(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("measures the memory of a 64 MB analysis; the race detector multiplies it")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the pools stay on the heap here")
+	}
+	// not parallel: a busy machine lets the child's heap outgrow its goal
+	peak := func(requests int) (int64, int) {
+		path := filepath.Join(t.TempDir(), "result.json")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		itls, err := writeVLLMDetailed(f, requests, false, 7)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "analyze", "--output", "json", path)
+		cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		err = cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
+			t.Fatalf("exit %d (%v): %s", code, err, stderr.String())
+		}
+		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024, itls
+	}
+	small, smallITLs := peak(300)
+	large, largeITLs := peak(12000)
+	perITL := float64(large-small) / float64(largeITLs-smallITLs)
+	t.Logf("peak %d kB for %d ITLs, %d kB for %d: %.2f bytes per ITL", small>>10, smallITLs, large>>10, largeITLs, perITL)
+	if perITL > 10.5 {
+		t.Errorf("peak memory grows by %.2f bytes per ITL; want at most 10.5 (8 for the pool, and the margin)", perITL)
+	}
+}

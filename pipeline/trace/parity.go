@@ -2,10 +2,12 @@ package trace
 
 import (
 	"math"
+	"math/bits"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 )
@@ -207,6 +209,11 @@ type Parity struct {
 	order []int
 	gaps  []float64 // scratch: a turn's gaps, when it has no exact times
 	slos  []pipeline.SLO
+	// shared are, per run, the ITLs pooled here as a report pools them
+	// (vLLM's floats of seconds to whole nanoseconds), last those of the
+	// turn added last (nil: not pooled here)
+	shared map[int]*pipeline.SharedITLs
+	last   *pipeline.SharedITLs
 }
 
 type parityRun struct {
@@ -256,6 +263,7 @@ func (p *Parity) run(run int) *parityRun {
 
 func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 	r := p.run(run)
+	p.last = nil
 	if t.Status != pipeline.StatusOK && t.Status != "" {
 		if r.goodput != nil {
 			r.goodput.Add(false, 0, 0, 0)
@@ -328,6 +336,9 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 		for _, g := range itls {
 			r.itl.Add(g)
 		}
+		if ex != nil && p.tool == ToolVLLM {
+			p.share(run, r, chunks, itls)
+		}
 		if r.goodput != nil {
 			r.goodput.Add(true, ttft, tpot, lat)
 		}
@@ -349,6 +360,97 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 	for i := 1; i < len(chunks); i++ {
 		r.itl.Add(float64(chunks[i].At - chunks[i-1].At))
 	}
+}
+
+// SharedITLs returns where the ITLs between the chunks of the turn added
+// last are pooled, for a report to take them from (Report.ITLsElsewhere)
+// rather than pool them again; nil when they are not pooled here.
+func (p *Parity) SharedITLs() *pipeline.SharedITLs { return p.last }
+
+// share records that the ITLs of a vLLM request, pooled in r.itl as the
+// floats of seconds the file has, are the ITLs between its chunks as a
+// report pools them: whole nanoseconds, rounded from the file's decimals.
+// Where a float rounds to another nanosecond than its decimal (a decimal
+// at a half nanosecond, or more digits than the float keeps) the report's
+// value is noted instead.
+func (p *Parity) share(run int, r *parityRun, chunks []pipeline.Chunk, itls []float64) {
+	sh := p.shared[run]
+	if sh == nil {
+		if p.shared == nil {
+			p.shared = map[int]*pipeline.SharedITLs{}
+		}
+		sh = &pipeline.SharedITLs{Pool: &r.itl, Duration: secondsToNs}
+		p.shared[run] = sh
+	}
+	if len(itls) == len(chunks)-1 {
+		for i, x := range itls {
+			if d, gap := secondsToNs(x), chunks[i+1].At-chunks[i].At; d != gap {
+				sh.Missing, sh.Extra = append(sh.Missing, d), append(sh.Extra, gap)
+			}
+		}
+	} else {
+		for _, x := range itls {
+			sh.Missing = append(sh.Missing, secondsToNs(x))
+		}
+		for i := 1; i < len(chunks); i++ {
+			sh.Extra = append(sh.Extra, chunks[i].At-chunks[i-1].At)
+		}
+	}
+	p.last = sh
+}
+
+// secondsToNs is x seconds in whole nanoseconds, rounded as the readers
+// round a decimal (halves away from zero), from x's exact binary value;
+// it never decreases where x grows.
+func secondsToNs(x float64) time.Duration {
+	if x != x {
+		return 0
+	}
+	neg := math.Signbit(x)
+	b := math.Float64bits(math.Abs(x))
+	e, m := int(b>>52), b&(1<<52-1)
+	if e == 0x7ff {
+		return clampNs(math.MaxUint64, neg) // infinite
+	}
+	if e == 0 {
+		e = 1
+	} else {
+		m |= 1 << 52
+	}
+	// x = m 2^(e-1075); x 1e9 = hi:lo 2^(e-1075)
+	hi, lo := bits.Mul64(m, 1e9)
+	var v uint64
+	switch s := 1075 - e; {
+	case s <= 0:
+		if hi != 0 || s < -63 || lo>>(64+s) != 0 {
+			return clampNs(math.MaxUint64, neg)
+		}
+		v = lo << -s
+	case s >= 128:
+		v = 0 // x 1e9 < 2^83 <= half of 2^s
+	case s >= 64:
+		v = hi >> (s - 64)
+		if s-1 >= 64 {
+			v += hi >> (s - 1 - 64) & 1
+		} else {
+			v += lo >> 63
+		}
+	default:
+		if hi>>s != 0 {
+			return clampNs(math.MaxUint64, neg)
+		}
+		v = hi<<(64-s) | lo>>s
+		v += lo >> (s - 1) & 1
+	}
+	return clampNs(v, neg)
+}
+
+func clampNs(v uint64, neg bool) time.Duration {
+	v = min(v, math.MaxInt64)
+	if neg {
+		return -time.Duration(v)
+	}
+	return time.Duration(v)
 }
 
 // gapsOf returns the gaps between chunks in seconds, as vLLM keeps them;
