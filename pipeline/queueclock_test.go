@@ -63,13 +63,19 @@ func TestQueueClockOrder(t *testing.T) {
 	})
 	add("10", 10*time.Millisecond)
 	add("30", 30*time.Millisecond)
+	made := time.Now()
 	stopped := add("stopped", 20*time.Millisecond)
-	if !stopped.Stop() {
+	switch {
+	case stopped.Stop():
+		delete(timers, "stopped")
+	case time.Since(made) < 20*time.Millisecond:
 		t.Error("Stop of a pending call = false, want true")
+	default:
+		// the test was held off the CPU past the call's due time: it
+		// may have run, and then it is expected in its place
 	}
-	delete(timers, "stopped")
 	last := add("40", 40*time.Millisecond)
-	waitFor(t, "four calls", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 4 })
+	waitFor(t, "the calls", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == len(timers) })
 	c.mu.Lock()
 	want := slices.SortedFunc(maps.Keys(timers), func(a, b string) int {
 		return cmp.Or(cmp.Compare(timers[a].when, timers[b].when), cmp.Compare(timers[a].seq, timers[b].seq))
