@@ -42,43 +42,6 @@ func (h *heldTrace) WriteChunk(id string, c pipeline.Chunk) error {
 	return h.fakeTrace.WriteChunk(id, c)
 }
 
-// stampsOn turns the kernel's receive stamps on for the rest of the test
-// and waits until they come: the kernel enables them a moment after the
-// first socket asks (a worker thread does, later on a busy machine) and
-// off again when the last one closes, so one stamping socket stays open.
-func stampsOn(t *testing.T) {
-	t.Helper()
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := rxstamp.Listener(plain)
-	t.Cleanup(func() { ln.Close() })
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	buf := make([]byte, 1)
-	for {
-		if _, err := client.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rxstamp.Stamp(srv); ok {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // connKey keys the server side of a test connection in its requests'
 // contexts.
 type connKey struct{}
