@@ -1,0 +1,448 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The README walk: TestREADME runs every ```sh block of README.md in
+// order, as a new user following it would, and fails on the first command
+// that ends otherwise than the README says. The conventions (written down
+// for README authors in the HTML comment at the top of README.md):
+//
+//   - each block runs in a bash script of its own (set -o pipefail), in one
+//     scratch directory shared by all blocks, holding links to the
+//     repository's top-level files, with `underrun` on PATH (this test
+//     binary) and `go run ./cmd/underrun` read as `underrun`;
+//   - every command must exit 0, unless its comment says
+//     `readme-test: exit N`;
+//   - a command ending in `&` runs in the background; the next line runs
+//     once every 127.0.0.1:PORT the line names accepts connections (a
+//     failure if the command exits first), and what still runs when the
+//     block ends is stopped (SIGTERM, then SIGKILL for the whole group);
+//   - `readme-test: needs PROG...` runs the line only where every PROG is
+//     installed, and says so when one is missing;
+//   - `readme-test: network` (the command needs the outside network) and
+//     `readme-test: suite` (it runs the test suite, which runs this test)
+//     skip the line; no other skip exists.
+//
+// The walk runs in a network namespace of its own where the system allows
+// (unshare -rn): the README's fixed ports cannot meet another process's,
+// and nothing outside the machine can be reached, as on a fresh machine
+// without network. Elsewhere walks on one machine take turns (a lock file).
+
+// readmeLine is one command line of a README block, with its markers.
+type readmeLine struct {
+	n          int    // line number in README.md
+	code       string // the command, without its comment
+	heredoc    []string
+	exit       int
+	background bool
+	needs      []string
+	skip       string // why the line is not run
+	ports      []string
+}
+
+// readmeBlock is one ```sh block.
+type readmeBlock struct {
+	start int // line number of the opening fence
+	lines []readmeLine
+}
+
+var (
+	markerRe  = regexp.MustCompile(`readme-test:\s*([a-z]+)((?:\s+[^\s#()]+)*)`)
+	portRe    = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+	heredocRe = regexp.MustCompile(`<<-?\s*'?"?([A-Za-z_]+)'?"?`)
+)
+
+// splitComment splits a shell line into its code and its comment: the
+// first # outside quotes that starts a word.
+func splitComment(line string) (code, comment string) {
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' {
+				i++
+			}
+		case c == '\\':
+			i++
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return strings.TrimRight(line[:i], " \t"), line[i+1:]
+		}
+	}
+	return strings.TrimRight(line, " \t"), ""
+}
+
+// parseREADME returns README's ```sh blocks; a marker it does not know is
+// an error, so that a misspelt one cannot skip a command quietly.
+func parseREADME(readme string) ([]readmeBlock, error) {
+	var blocks []readmeBlock
+	var cur *readmeBlock
+	var heredocEnd string
+	for i, line := range strings.Split(readme, "\n") {
+		n := i + 1
+		switch {
+		case cur == nil:
+			if strings.TrimSpace(line) == "```sh" {
+				blocks = append(blocks, readmeBlock{start: n})
+				cur = &blocks[len(blocks)-1]
+			}
+			continue
+		case heredocEnd != "":
+			last := &cur.lines[len(cur.lines)-1]
+			last.heredoc = append(last.heredoc, line)
+			if strings.TrimSpace(line) == heredocEnd {
+				heredocEnd = ""
+			}
+			continue
+		case strings.TrimSpace(line) == "```":
+			cur = nil
+			continue
+		}
+		code, comment := splitComment(line)
+		if strings.TrimSpace(code) == "" {
+			if markerRe.MatchString(comment) {
+				return nil, fmt.Errorf("README.md:%d: a marker on a line without a command", n)
+			}
+			continue
+		}
+		l := readmeLine{n: n, code: strings.ReplaceAll(code, "go run ./cmd/underrun", "underrun")}
+		for _, m := range markerRe.FindAllStringSubmatch(comment, -1) {
+			args := strings.Fields(m[2])
+			switch m[1] {
+			case "exit":
+				if len(args) != 1 {
+					return nil, fmt.Errorf("README.md:%d: readme-test: exit takes one status", n)
+				}
+				code, err := strconv.Atoi(args[0])
+				if err != nil {
+					return nil, fmt.Errorf("README.md:%d: readme-test: exit %q: %v", n, args[0], err)
+				}
+				l.exit = code
+			case "needs":
+				if len(args) == 0 {
+					return nil, fmt.Errorf("README.md:%d: readme-test: needs names no program", n)
+				}
+				l.needs = args
+			case "network":
+				l.skip = "needs the outside network"
+			case "suite":
+				l.skip = "runs the test suite, which runs this walk"
+			default:
+				return nil, fmt.Errorf("README.md:%d: unknown marker readme-test: %s (want exit N, needs PROG..., network or suite)", n, m[1])
+			}
+		}
+		if c, ok := strings.CutSuffix(l.code, "&"); ok && !strings.HasSuffix(c, "&") {
+			l.background = true
+			for _, m := range portRe.FindAllStringSubmatch(line, -1) {
+				l.ports = append(l.ports, m[1])
+			}
+		}
+		if m := heredocRe.FindStringSubmatch(code); m != nil {
+			heredocEnd = m[1]
+		}
+		cur.lines = append(cur.lines, l)
+	}
+	if cur != nil {
+		return nil, fmt.Errorf("README.md:%d: a ```sh block that never ends", cur.start)
+	}
+	return blocks, nil
+}
+
+// readmePrelude is the start of every block's script: the checks the
+// commands are followed by.
+const readmePrelude = `set -o pipefail
+__check() { # README line, status wanted, status got
+	if [ "$3" != "$2" ]; then
+		echo "readme-test: README.md:$1: exit status $3, want $2" >&2
+		exit 1
+	fi
+}
+__ready() { # README line, pid, ports: wait until every port accepts
+	local line=$1 pid=$2 port
+	shift 2
+	for port in "$@"; do
+		until (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do
+			if ! kill -0 "$pid" 2>/dev/null; then
+				echo "readme-test: README.md:$line: the command ended before 127.0.0.1:$port accepted connections" >&2
+				exit 1
+			fi
+			sleep 0.01
+		done
+	done
+}
+__stop() { # what still runs in the background when the block ends
+	local pids
+	pids=$(jobs -p)
+	[ -n "$pids" ] && kill $pids 2>/dev/null
+	wait
+}
+trap __stop EXIT
+`
+
+// script returns the bash script of block b, and the lines it leaves out
+// with why.
+func (b readmeBlock) script(have func(string) bool) (string, []string) {
+	var s strings.Builder
+	var skipped []string
+	s.WriteString(readmePrelude)
+	for _, l := range b.lines {
+		why := l.skip
+		for _, p := range l.needs {
+			if why == "" && !have(p) {
+				why = p + " is not installed"
+			}
+		}
+		if why != "" {
+			skipped = append(skipped, fmt.Sprintf("README.md:%d: %s: %s", l.n, why, l.code))
+			if len(l.heredoc) > 0 {
+				return "", append(skipped, fmt.Sprintf("README.md:%d: a here-document cannot be skipped", l.n))
+			}
+			continue
+		}
+		fmt.Fprintf(&s, "echo '+ README.md:%d' >&2\n", l.n)
+		s.WriteString(l.code + "\n")
+		for _, h := range l.heredoc {
+			s.WriteString(h + "\n")
+		}
+		switch {
+		case l.background:
+			fmt.Fprintf(&s, "__ready %d $! %s\n", l.n, strings.Join(l.ports, " "))
+		default:
+			fmt.Fprintf(&s, "__check %d %d $?\n", l.n, l.exit)
+		}
+	}
+	return s.String(), skipped
+}
+
+// readmeWalk is where and how README blocks run.
+type readmeWalk struct {
+	dir, walk string   // scratch directory; the walk's working directory in it
+	env       []string // the commands' environment
+	wrap      []string // the shell, in a network of its own where there is one
+	have      func(prog string) bool
+}
+
+// newREADMEWalk makes a scratch directory with links to the repository's
+// top-level files in it, and this test binary on PATH as underrun.
+func newREADMEWalk(t *testing.T) *readmeWalk {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("the README's commands are bash: no bash here")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &readmeWalk{dir: t.TempDir(), have: func(prog string) bool { _, err := exec.LookPath(prog); return err == nil }}
+	w.walk = filepath.Join(w.dir, "walk")
+	bin, home := filepath.Join(w.dir, "bin"), filepath.Join(w.dir, "home")
+	for _, d := range []string{w.walk, bin, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(w.walk, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "underrun")); err != nil {
+		t.Fatal(err)
+	}
+	w.env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home,
+		"UNDERRUN_TEST_EXEC=1", "LANG=C.UTF-8", "TMPDIR=" + w.dir}
+	for _, kv := range os.Environ() {
+		// the Go toolchain's and the race detector's settings carry over
+		// (not GOGC: TestMain sets it for this process alone)
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "GO") && k != "GOGC" {
+			w.env = append(w.env, kv)
+		}
+	}
+	w.wrap = []string{bash}
+	if w.have("unshare") && w.have("ip") && exec.Command("unshare", "-rn", "true").Run() == nil {
+		w.wrap = []string{"unshare", "-rn", bash, "-c", `ip link set lo up && exec "$0" "$@"`, bash}
+	} else {
+		t.Log("no network namespace here (unshare -rn): walks on this machine take turns")
+		unlock := lockREADMEWalk(t)
+		t.Cleanup(unlock)
+	}
+	return w
+}
+
+// run runs block b and returns its output; the error says which command
+// failed.
+func (w *readmeWalk) run(ctx context.Context, t *testing.T, b readmeBlock) (string, error) {
+	t.Helper()
+	script, skipped := b.script(w.have)
+	for _, s := range skipped {
+		t.Logf("skipped %s", s)
+	}
+	if script == "" {
+		return "", fmt.Errorf("block at README.md:%d cannot run", b.start)
+	}
+	path := filepath.Join(w.dir, fmt.Sprintf("block-%d.sh", b.start))
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, w.wrap[0], append(w.wrap[1:], path)...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = w.walk, w.env, &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything the block left behind
+	}
+	return out.String(), err
+}
+
+// TestREADME walks the README: see the conventions above.
+func TestREADME(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the README walk runs servers and simulations for a minute")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := parseREADME(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no ```sh block")
+	}
+	w := newREADMEWalk(t)
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		// time to show what the walk did before go test gives up on it
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-5*time.Second))
+		defer cancel()
+	}
+	started := time.Now()
+	for _, b := range blocks {
+		blockStart := time.Now()
+		out, err := w.run(ctx, t, b)
+		t.Logf("block at README.md:%d: %v", b.start, time.Since(blockStart).Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("block at README.md:%d: %v\n%s", b.start, err, tail(out, 60))
+		}
+	}
+	t.Logf("the README walk took %v", time.Since(started).Round(time.Millisecond))
+}
+
+// TestREADMEConventions: the walk's markers do what the README's comment
+// says, and a block fails on the first command that ends otherwise.
+func TestREADMEConventions(t *testing.T) {
+	t.Parallel()
+	w := newREADMEWalk(t)
+	w.have = func(prog string) bool { return prog != "no-such-program" }
+	tests := []struct {
+		name, block string
+		fail        string // in the output; "" for a block that runs
+	}{
+		{"exit 0", "true\nunderrun stacks > stacks.txt\ntest -s stacks.txt", ""},
+		{"a status not marked", "true\nsh -c 'exit 1'   # a comment\ntouch never", "README.md:4: exit status 1, want 0"},
+		{"a status marked", "sh -c 'exit 3'   # (readme-test: exit 3)\necho '# not a comment' | grep -q '#'", ""},
+		{"a marked status not met", "true   # readme-test: exit 1", "README.md:3: exit status 0, want 1"},
+		{"go run", "go run ./cmd/underrun stacks pipecat-cartesia | grep -q Cartesia", ""},
+		{"skips", "false # readme-test: network\nfalse # readme-test: suite\nfalse # (readme-test: needs no-such-program) (readme-test: exit 1)", ""},
+		{"needs what is here", "false # (readme-test: needs sh) (readme-test: exit 3)", "README.md:3: exit status 1, want 3"},
+		{"a pipeline fails", "false | true", "README.md:3: exit status 1, want 0"},
+		{"here-document", "cat > x.yaml <<'EOF'\na: 1 # not a marker: readme-test: exit 5\nEOF\ngrep -q 'a: 1' x.yaml", ""},
+		{"background, ready", "underrun mock --listen 127.0.0.1:18431 --scenario default &   # a server\n" +
+			"curl -sf http://127.0.0.1:18431/v1/models > /dev/null   # (readme-test: needs curl)", ""},
+		{"background, ended before it listened", "underrun mock --listen 127.0.0.1:18432 --scenario no-such &\ntouch never",
+			"README.md:3: the command ended before 127.0.0.1:18432 accepted connections"},
+		{"background, stopped at the end", "sleep 600 &\necho $! > sleeper.pid", ""},
+	}
+	for _, tt := range tests {
+		blocks, err := parseREADME("text\n```sh\n" + tt.block + "\n```\n")
+		if err != nil || len(blocks) != 1 {
+			t.Fatalf("%s: %v, %d blocks", tt.name, err, len(blocks))
+		}
+		blocks[0].start = len(tt.name) // a script file of its own
+		out, err := w.run(context.Background(), t, blocks[0])
+		switch {
+		case tt.fail == "" && err != nil:
+			t.Errorf("%s: %v\n%s", tt.name, err, out)
+		case tt.fail != "" && (err == nil || !strings.Contains(out, tt.fail)):
+			t.Errorf("%s: %v, want a failure saying %q:\n%s", tt.name, err, tt.fail, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.walk, "never")); err == nil {
+		t.Error("a block went on after a command failed")
+	}
+	if b, err := os.ReadFile(filepath.Join(w.walk, "sleeper.pid")); err != nil {
+		t.Error(err)
+	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("the background command %q still runs after its block", b)
+	}
+	for _, bad := range []string{"true # readme-test: skip", "true # readme-test: exit one", "# readme-test: network"} {
+		if _, err := parseREADME("```sh\n" + bad + "\n```\n"); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// lockREADMEWalk makes README walks on this machine take turns, where
+// they share one network: the README's ports are fixed.
+func lockREADMEWalk(t *testing.T) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "underrun-readme-walk.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
