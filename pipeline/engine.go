@@ -1103,7 +1103,33 @@ func (p *Playout) tolerance() {
 	backlog := p.startHeld // some chunk >= c0 (or the start) waited
 	end := chunks[C-1].PlayEnd
 	var tail time.Duration // audio of the chunks after c
-	for c := C - 1; c >= 0; c-- {
+	c := C - 1
+	if !slow && !parallel {
+		// the usual case, the chunks after the one that started the
+		// player (c > startChunk >= 0: not the first) alone, in a loop
+		// small enough to keep its state in registers
+		for ; c > startChunk; c-- {
+			ch := &chunks[c]
+			for ; k >= ch.Trigger; k-- {
+				tol[k] = next
+			}
+			L := end - tail - ch.Audio
+			tail += ch.Audio
+			if M != Unbounded {
+				M -= ch.Done - ch.Ready + chain
+			}
+			M = min(M, L)
+			if M != Unbounded {
+				T = min(T, M-latN-ch.Release)
+			}
+			backlog = backlog || ch.Ready > ch.Release+latN
+			next = Unbounded
+			if T != Unbounded {
+				next = max(0, T)
+			}
+		}
+	}
+	for ; c >= 0; c-- {
 		ch := &chunks[c]
 		for ; k >= ch.Trigger; k-- {
 			tol[k] = next
