@@ -1321,50 +1321,90 @@ func (p *Playout) replay(t *Turn) bool {
 		}
 		p.replayChunk(l, release)
 	}
-	request := p.mode == modeRequest
-	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
-	chunks := p.Chunks
+	if j < len(log) && !log[j].end {
+		// End's flush is the log's last entry, if any: the rest are
+		// releases on arrival
+		rest := log[j:]
+		if rest[len(rest)-1].end {
+			rest = rest[:len(rest)-1]
+		}
+		j += len(rest)
+		if p.mode == modeRequest {
+			p.replayRequests(rest, at, ttfa)
+		} else {
+			p.replayStream(rest, at, cont)
+		}
+	}
 	for ; j < len(log); j++ {
+		p.replayChunk(&log[j], prev) // End's flush, at the last arrival
+	}
+	p.finish()
+	return true
+}
+
+// replayStream places the logged chunks of a stream synthesizer released
+// on arrival (times at) with the player running, at RTF <= 1: play and
+// schedule, inlined, with their state in locals (put back before anything
+// else reads it). cont is every chunk's latency (none is the first).
+func (p *Playout) replayStream(log []loggedChunk, at []time.Duration, cont time.Duration) {
+	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
+	base := len(p.Chunks)
+	chunks := slices.Grow(p.Chunks, len(log))[:base+len(log)]
+	for j := range log {
 		l := &log[j]
-		if l.end { // End's flush, at the last arrival
-			p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks = synthDone, earliest, speech, playhead, chunks
-			p.replayChunk(l, prev)
-			synthDone, earliest, speech, playhead, chunks = p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks
-			continue
-		}
-		// play (with the player running) and schedule, inlined
 		release := at[l.trigger]
-		start, ready := release, max(release+cont, synthDone) // a chunk before: the player has started
-		if request {
-			start = max(release, synthDone)
-			ready = start + ttfa
-		}
+		ready := max(release+cont, synthDone)
 		done := ready + l.produce
 		synthDone = max(synthDone, done)
-		i := len(chunks)
-		if i < cap(chunks) {
-			chunks = chunks[:i+1]
-		} else {
-			chunks = append(chunks, SpeechChunk{})
-		}
+		i := base + j
 		ch := &chunks[i]
 		l.set(ch, release)
-		ch.Start, ch.Ready, ch.Done = start, ready, done
+		ch.Start, ch.Ready, ch.Done = release, ready, done
 		earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
 		speech += l.audio
 		if ready > playhead {
-			p.synthDone, p.earliestStart, p.speech, p.Chunks = synthDone, earliest, speech, chunks
+			p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, chunks[:i+1], i
 			p.gap(i, playhead, ready-playhead)
 			playhead = ready
 		}
 		ch.PlayStart = playhead
 		playhead += l.audio
 		ch.PlayEnd = playhead
-		p.scheduled = i + 1
 	}
-	p.synthDone, p.earliestStart, p.speech, p.playhead, p.Chunks = synthDone, earliest, speech, playhead, chunks
-	p.finish()
-	return true
+	p.synthDone, p.earliestStart, p.speech, p.playhead = synthDone, earliest, speech, playhead
+	p.Chunks, p.scheduled = chunks, len(chunks)
+}
+
+// replayRequests is replayStream for a synthesizer that takes a request
+// per chunk, one after another, each paying ttfa.
+func (p *Playout) replayRequests(log []loggedChunk, at []time.Duration, ttfa time.Duration) {
+	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
+	base := len(p.Chunks)
+	chunks := slices.Grow(p.Chunks, len(log))[:base+len(log)]
+	for j := range log {
+		l := &log[j]
+		release := at[l.trigger]
+		start := max(release, synthDone)
+		ready := start + ttfa
+		done := ready + l.produce
+		synthDone = max(synthDone, done)
+		i := base + j
+		ch := &chunks[i]
+		l.set(ch, release)
+		ch.Start, ch.Ready, ch.Done = start, ready, done
+		earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
+		speech += l.audio
+		if ready > playhead {
+			p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, chunks[:i+1], i
+			p.gap(i, playhead, ready-playhead)
+			playhead = ready
+		}
+		ch.PlayStart = playhead
+		playhead += l.audio
+		ch.PlayEnd = playhead
+	}
+	p.synthDone, p.earliestStart, p.speech, p.playhead = synthDone, earliest, speech, playhead
+	p.Chunks, p.scheduled = chunks, len(chunks)
 }
 
 // replayChunk releases a logged speech chunk at at.
