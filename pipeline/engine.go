@@ -1345,34 +1345,51 @@ func (p *Playout) replay(t *Turn) bool {
 // replayStream places the logged chunks of a stream synthesizer released
 // on arrival (times at) with the player running, at RTF <= 1: play and
 // schedule, inlined, with their state in locals (put back before anything
-// else reads it). cont is every chunk's latency (none is the first).
+// else reads it). cont is every chunk's latency (none is the first). Its
+// inner loop calls nothing, so that its state stays in registers: a gap
+// leaves it for the outer loop, which records the gap and goes on.
 func (p *Playout) replayStream(log []loggedChunk, at []time.Duration, cont time.Duration) {
 	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
 	base := len(p.Chunks)
-	chunks := slices.Grow(p.Chunks, len(log))[:base+len(log)]
-	for j := range log {
-		l := &log[j]
-		release := at[l.trigger]
-		ready := max(release+cont, synthDone)
-		done := ready + l.produce
-		synthDone = max(synthDone, done)
-		i := base + j
-		ch := &chunks[i]
-		l.set(ch, release)
-		ch.Start, ch.Ready, ch.Done = release, ready, done
-		earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
-		speech += l.audio
-		if ready > playhead {
-			p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, chunks[:i+1], i
-			p.gap(i, playhead, ready-playhead)
-			playhead = ready
+	all := slices.Grow(p.Chunks, len(log))[:base+len(log)]
+	chunks := all[base:]
+	for j := 0; j < len(log); {
+		var ready time.Duration
+		for ; j < len(log); j++ {
+			l := &log[j]
+			release := at[l.trigger]
+			start := release
+			ready = max(release+cont, synthDone)
+			done := ready + l.produce
+			synthDone = max(synthDone, done)
+			ch := &chunks[j]
+			l.set(ch, release)
+			ch.Start, ch.Ready, ch.Done = start, ready, done
+			earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
+			speech += l.audio
+			if ready > playhead {
+				break // to the gap, out of the loop that calls nothing
+			}
+			ch.PlayStart = playhead
+			playhead += l.audio
+			ch.PlayEnd = playhead
 		}
+		if j == len(log) {
+			break
+		}
+		// the player waits for chunk i
+		i := base + j
+		p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, all[:i+1], i
+		p.gap(i, playhead, ready-playhead)
+		playhead = ready
+		ch := &chunks[j]
 		ch.PlayStart = playhead
-		playhead += l.audio
+		playhead += ch.Audio
 		ch.PlayEnd = playhead
+		j++
 	}
 	p.synthDone, p.earliestStart, p.speech, p.playhead = synthDone, earliest, speech, playhead
-	p.Chunks, p.scheduled = chunks, len(chunks)
+	p.Chunks, p.scheduled = all, len(all)
 }
 
 // replayRequests is replayStream for a synthesizer that takes a request
@@ -1380,31 +1397,45 @@ func (p *Playout) replayStream(log []loggedChunk, at []time.Duration, cont time.
 func (p *Playout) replayRequests(log []loggedChunk, at []time.Duration, ttfa time.Duration) {
 	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
 	base := len(p.Chunks)
-	chunks := slices.Grow(p.Chunks, len(log))[:base+len(log)]
-	for j := range log {
-		l := &log[j]
-		release := at[l.trigger]
-		start := max(release, synthDone)
-		ready := start + ttfa
-		done := ready + l.produce
-		synthDone = max(synthDone, done)
-		i := base + j
-		ch := &chunks[i]
-		l.set(ch, release)
-		ch.Start, ch.Ready, ch.Done = start, ready, done
-		earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
-		speech += l.audio
-		if ready > playhead {
-			p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, chunks[:i+1], i
-			p.gap(i, playhead, ready-playhead)
-			playhead = ready
+	all := slices.Grow(p.Chunks, len(log))[:base+len(log)]
+	chunks := all[base:]
+	for j := 0; j < len(log); {
+		var ready time.Duration
+		for ; j < len(log); j++ {
+			l := &log[j]
+			release := at[l.trigger]
+			start := max(release, synthDone)
+			ready = start + ttfa
+			done := ready + l.produce
+			synthDone = max(synthDone, done)
+			ch := &chunks[j]
+			l.set(ch, release)
+			ch.Start, ch.Ready, ch.Done = start, ready, done
+			earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
+			speech += l.audio
+			if ready > playhead {
+				break // to the gap, out of the loop that calls nothing
+			}
+			ch.PlayStart = playhead
+			playhead += l.audio
+			ch.PlayEnd = playhead
 		}
+		if j == len(log) {
+			break
+		}
+		// the player waits for chunk i
+		i := base + j
+		p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, all[:i+1], i
+		p.gap(i, playhead, ready-playhead)
+		playhead = ready
+		ch := &chunks[j]
 		ch.PlayStart = playhead
-		playhead += l.audio
+		playhead += ch.Audio
 		ch.PlayEnd = playhead
+		j++
 	}
 	p.synthDone, p.earliestStart, p.speech, p.playhead = synthDone, earliest, speech, playhead
-	p.Chunks, p.scheduled = chunks, len(chunks)
+	p.Chunks, p.scheduled = all, len(all)
 }
 
 // replayChunk releases a logged speech chunk at at.
