@@ -181,7 +181,10 @@ var ErrOrder = errors.New("chunk out of order")
 // become known. Offline analysis pushes a whole recorded turn; the live
 // Guard pushes chunks as they arrive and uses Deadline and DrainsAt to know
 // when to look again. Reset reuses a Playout, and its memory, for the next
-// turn. A Playout is not safe for concurrent use.
+// turn; PlayTurn reuses more, all that the text made, when the next turn
+// has the text of the one before (a Monte Carlo run, a search over
+// timings, benchmark files of text-less turns). A Playout is not safe for
+// concurrent use.
 type Playout struct {
 	cfg       Config
 	chunker   tts.Chunker
