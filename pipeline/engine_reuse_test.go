@@ -349,3 +349,38 @@ func refMinPreroll(p *Playout) time.Duration {
 	}
 	return (ready/time.Millisecond + 1) * time.Millisecond
 }
+
+// TestPlayTurnAllocatesNothing checks that a warm Playout plays a turn,
+// replayed or in full, without allocating.
+func TestPlayTurnAllocatesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name, policy string
+		turns        []*Turn
+	}{
+		{"text-less tokens, replayed", "token", benchTurns(2, 500)},
+		{"sentences, replayed", "sentence", textTurns(2)},
+		{"sentences, text changing", "sentence", variedTurns(2)},
+		{"words, text changing", "word", variedTurns(2)},
+	} {
+		cfg := DefaultConfig()
+		var err error
+		if cfg.Policy, err = tts.ParsePolicy(c.policy); err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlayout(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		play := func() {
+			for _, tr := range c.turns {
+				if err := p.PlayTurn(tr); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		play() // the Playout's memory grows once
+		if got := testing.AllocsPerRun(20, play); got != 0 {
+			t.Errorf("%s: %v allocations per %d turns, want 0", c.name, got, len(c.turns))
+		}
+	}
+}
