@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -239,9 +240,22 @@ func (s *Stream) plainTurn(at time.Duration, tx *text, content int) *pipeline.Tu
 	t := &s.turn
 	chunks := slices.Grow(t.Chunks[:0], content)[:content]
 	rng, pacer, scale := s.rng, s.pacer, s.stepScale
+	// a lognormal ITL is drawn here as Dist.Draw and drawDuration draw it
+	var mu, sigma float64
+	lognormal := false
+	if sp, ok := pacer.(*sampledPacer); ok {
+		d := &sp.s.ITL
+		lognormal = d.prepared && d.CV != 0 && d.Shape != ShapeConstant && d.Mean != 0 && d.Shape != ShapeGamma
+		mu, sigma = d.mu, d.sigma
+	}
 	for k := range chunks {
 		if k > 0 {
-			d := pacer.Step(rng, k, k)
+			var d time.Duration
+			if lognormal {
+				d = time.Duration(math.Exp(mu+sigma*rng.NormFloat64()) * float64(time.Second))
+			} else {
+				d = pacer.Step(rng, k, k)
+			}
 			if scale != 1 {
 				d = time.Duration(float64(d) * scale)
 			}
