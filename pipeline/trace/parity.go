@@ -337,7 +337,7 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 			r.itl.Add(g)
 		}
 		if ex != nil && p.tool == ToolVLLM {
-			p.share(run, r, chunks, itls)
+			p.share(run, r, t.Chunks, itls, secondsToNs)
 		}
 		if r.goodput != nil {
 			r.goodput.Add(true, ttft, tpot, lat)
@@ -357,9 +357,13 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 		}
 		r.tpot.Add(tpot)
 	}
+	p.gaps = p.gaps[:0]
 	for i := 1; i < len(chunks); i++ {
-		r.itl.Add(float64(chunks[i].At - chunks[i-1].At))
+		gap := float64(chunks[i].At - chunks[i-1].At)
+		r.itl.Add(gap)
+		p.gaps = append(p.gaps, gap)
 	}
+	p.share(run, r, t.Chunks, p.gaps, floatNs)
 }
 
 // SharedITLs returns where the ITLs between the chunks of the turn added
@@ -367,30 +371,31 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 // rather than pool them again; nil when they are not pooled here.
 func (p *Parity) SharedITLs() *pipeline.SharedITLs { return p.last }
 
-// share records that the ITLs of a vLLM request, pooled in r.itl as the
-// floats of seconds the file has, are the ITLs between its chunks as a
-// report pools them: whole nanoseconds, rounded from the file's decimals.
-// Where a float rounds to another nanosecond than its decimal (a decimal
-// at a half nanosecond, or more digits than the float keeps) the report's
-// value is noted instead.
-func (p *Parity) share(run int, r *parityRun, chunks []pipeline.Chunk, itls []float64) {
+// share records that the ITLs of a request, just pooled in r.itl in the
+// tool's unit, are the ITLs between its chunks as a report pools them,
+// each dur(itl) (whole nanoseconds: for vLLM rounded from the float of
+// seconds, for AIPerf and GenAI-Perf the float of nanoseconds itself).
+// Where the two differ (a vLLM decimal at a half nanosecond, or with more
+// digits than its float keeps; AIPerf's empty chunks left out of its
+// ITLs) the report's values are noted instead of those.
+func (p *Parity) share(run int, r *parityRun, chunks []pipeline.Chunk, itls []float64, dur func(float64) time.Duration) {
 	sh := p.shared[run]
 	if sh == nil {
 		if p.shared == nil {
 			p.shared = map[int]*pipeline.SharedITLs{}
 		}
-		sh = &pipeline.SharedITLs{Pool: &r.itl, Duration: secondsToNs}
+		sh = &pipeline.SharedITLs{Pool: &r.itl, Duration: dur}
 		p.shared[run] = sh
 	}
 	if len(itls) == len(chunks)-1 {
 		for i, x := range itls {
-			if d, gap := secondsToNs(x), chunks[i+1].At-chunks[i].At; d != gap {
+			if d, gap := dur(x), chunks[i+1].At-chunks[i].At; d != gap {
 				sh.Missing, sh.Extra = append(sh.Missing, d), append(sh.Extra, gap)
 			}
 		}
 	} else {
 		for _, x := range itls {
-			sh.Missing = append(sh.Missing, secondsToNs(x))
+			sh.Missing = append(sh.Missing, dur(x))
 		}
 		for i := 1; i < len(chunks); i++ {
 			sh.Extra = append(sh.Extra, chunks[i].At-chunks[i-1].At)
@@ -443,6 +448,21 @@ func secondsToNs(x float64) time.Duration {
 		v += lo >> (s - 1) & 1
 	}
 	return clampNs(v, neg)
+}
+
+// floatNs is a float of nanoseconds as a Duration (exact below 2^53 ns,
+// 104 days), clamped to a Duration's range; it never decreases where v
+// grows.
+func floatNs(v float64) time.Duration {
+	switch {
+	case v != v:
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	case v <= math.MinInt64:
+		return math.MinInt64
+	}
+	return time.Duration(v)
 }
 
 func clampNs(v uint64, neg bool) time.Duration {

@@ -1,12 +1,14 @@
 package trace
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,7 +73,7 @@ func TestSecondsToNs(t *testing.T) {
 	}
 }
 
-// TestSharedITLsAsPooled: a report that takes a vLLM file's ITLs from the
+// TestSharedITLsAsPooled: a report that takes a tool file's ITLs from the
 // parity (one pool) gives the ITL figures of one that pools them itself,
 // to the bit, decimals at half nanoseconds and with more digits than a
 // float keeps among them, over several runs and failed requests.
@@ -129,17 +131,71 @@ func TestSharedITLsAsPooled(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	got, want := sharedAndPooled(t, path, "vllm", 600, true)
+	if got != want {
+		t.Errorf("ITL taken from the parity: %+v; pooled by the report: %+v", got, want)
+	}
+	// the tools' files of the tests, and generated AIPerf and GenAI-Perf
+	// files (their ITLs are floats of nanoseconds)
+	files, _ := filepath.Glob("testdata/*/*/*")
+	for _, gen := range []struct {
+		name string
+		gen  func(*bufio.Writer, int64)
+	}{{"profile_export.jsonl", genAIPerf}, {"profile_export.json", genGenAIPerf}, {"result.json", genVLLM}} {
+		path := filepath.Join(t.TempDir(), gen.name)
+		var b strings.Builder
+		w := bufio.NewWriter(&b)
+		gen.gen(w, 200<<10)
+		w.Flush()
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+	}
+	checked := 0
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		dec, err := Open(f, path, "auto")
+		f.Close()
+		if _, ok := dec.(ToolDecoder); err != nil || !ok {
+			continue
+		}
+		got, want := sharedAndPooled(t, path, "auto", -1, false)
+		if got != want {
+			t.Errorf("%s: ITL taken from the parity: %+v; pooled by the report: %+v", path, got, want)
+		}
+		checked++
+	}
+	if checked < 8 {
+		t.Errorf("%d tool files checked; want 8 or more", checked)
+	}
+}
+
+// sharedAndPooled reads a tool's file twice through a Parity and a
+// Report, the report taking the ITLs from the parity, then pooling them
+// itself, and returns the two ITL summaries (turns: how many there must
+// be, -1 for any; corrections: whether some ITLs must have been noted as
+// rounded apart).
+func sharedAndPooled(t *testing.T, path, format string, turns int, corrections bool) (shared, pooled pipeline.Summary) {
+	t.Helper()
+	want := turns
 	report := func(share bool) pipeline.Summary {
 		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		dec, err := Open(f, path, "vllm")
+		dec, err := Open(f, path, format)
 		if err != nil {
 			t.Fatal(err)
 		}
 		td := dec.(ToolDecoder)
+		if c, ok := dec.(io.Closer); ok {
+			defer c.Close()
+		}
 		parity := NewParity(td.Tool())
 		rep := pipeline.NewReport(pipeline.DefaultConfig(), pipeline.ReportOptions{})
 		turns := 0
@@ -149,7 +205,7 @@ func TestSharedITLsAsPooled(t *testing.T) {
 				break
 			}
 			if err != nil {
-				t.Fatal(err)
+				break // the bad-input fixtures: the turns before it
 			}
 			parity.AddFrom(td, turn)
 			if share {
@@ -158,10 +214,10 @@ func TestSharedITLsAsPooled(t *testing.T) {
 			rep.Add(turn, nil)
 			turns++
 		}
-		if turns != 600 {
-			t.Fatalf("%d turns, want 600", turns)
+		if turns != want && want >= 0 {
+			t.Fatalf("%s: %d turns, want %d", path, turns, want)
 		}
-		if share {
+		if share && corrections {
 			missing := 0
 			for _, sh := range parity.shared {
 				missing += len(sh.Missing)
@@ -173,7 +229,5 @@ func TestSharedITLsAsPooled(t *testing.T) {
 		rep.Close()
 		return rep.ITL
 	}
-	if got, want := report(true), report(false); got != want {
-		t.Errorf("ITL taken from the parity: %+v; pooled by the report: %+v", got, want)
-	}
+	return report(true), report(false)
 }
