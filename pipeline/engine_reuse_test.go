@@ -202,6 +202,12 @@ func TestPlayTurnReuseMatchesFreshPlayout(t *testing.T) {
 	}
 }
 
+// durationsFunc adapts a function to Durations.
+type durationsFunc func(text string) (time.Duration, error)
+
+// Duration calls f.
+func (f durationsFunc) Duration(text string) (time.Duration, error) { return f(text) }
+
 // TestPlayTurnReuseOnlyByText checks that a timer policy, measured
 // durations or a policy that does not say its releases depend on the
 // text alone are never replayed.
@@ -216,13 +222,15 @@ func TestPlayTurnReuseOnlyByText(t *testing.T) {
 		t.Fatal(err)
 	}
 	opaque := tts.PolicyFunc{Label: "opaque", New: word.NewChunker}
+	measured := durationsFunc(func(text string) (time.Duration, error) { return time.Duration(len(text)) * 50 * time.Millisecond, nil })
 	for _, c := range []struct {
-		name   string
-		policy tts.Policy
-		reuse  bool
-	}{{"word", word, true}, {"timer", timer, false}, {"opaque", opaque, false}} {
+		name      string
+		policy    tts.Policy
+		durations Durations
+		reuse     bool
+	}{{"word", word, nil, true}, {"timer", timer, nil, false}, {"opaque", opaque, nil, false}, {"measured durations", word, measured, false}} {
 		cfg := DefaultConfig()
-		cfg.Policy = c.policy
+		cfg.Policy, cfg.Durations = c.policy, c.durations
 		p, err := NewPlayout(cfg, "")
 		if err != nil {
 			t.Fatal(err)
