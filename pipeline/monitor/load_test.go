@@ -177,3 +177,64 @@ func dialRetry(network, addr string) (net.Conn, error) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// countingConn counts the reads of the connection it wraps.
+type countingConn struct {
+	net.Conn
+	reads int
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	c.reads++
+	return c.Conn.Read(p)
+}
+
+// TestPacedReads: a load session's reads come at most once per interval,
+// each taking whatever came meanwhile, so a stream of echoes costs a read
+// per interval rather than one per echo.
+func TestPacedReads(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const msgs, every = 40, 30 * time.Millisecond
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for range msgs {
+			if _, err := c.Write([]byte("0123456789")); err != nil {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cc := &countingConn{Conn: c}
+	pc := &pacedConn{Conn: cc, every: every}
+	start := time.Now()
+	buf := make([]byte, 4096)
+	got := 0
+	for {
+		n, err := pc.Read(buf)
+		got += n
+		if err != nil {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	if got != msgs*10 {
+		t.Errorf("read %d bytes, want %d", got, msgs*10)
+	}
+	if limit := int(elapsed/every) + 2; cc.reads > limit || cc.reads >= msgs {
+		t.Errorf("%d reads of %d messages in %v, want at most %d and fewer than the messages", cc.reads, msgs, elapsed, limit)
+	}
+}
