@@ -501,7 +501,7 @@ const loadReadEvery = 500 * time.Millisecond
 // loadReadEvery has passed since the one before.
 func dialPaced(ctx context.Context, base, addr, token string) (*websocket.Conn, error) {
 	nd := netDial(base)
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16 << 10,
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second,
 		NetDialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 			c, err := nd(ctx, network, a)
 			if err != nil {
