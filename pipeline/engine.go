@@ -238,6 +238,7 @@ type Playout struct {
 	reuse, memo, recording bool
 	replaying              bool // PlayTurn is replaying the log: causes wait for End
 	keys                   []turnKey
+	textless               bool // every key is the first, of text-less tokens (not reasoning)
 	log                    []loggedChunk
 
 	// Chunks are the speech chunks released so far.
@@ -1240,7 +1241,8 @@ func Play(cfg Config, t *Turn) (*Playout, error) {
 
 // PlayTurn resets the Playout and runs a whole recorded turn through it.
 // A turn with the same text as the turn played before it (every chunk's
-// text, tokens and kind alike, times aside) reuses what that turn's text
+// text, tokens and kind alike, times aside, and the Text of text-less
+// tokens, which the engine never reads) reuses what that turn's text
 // made, when the policy's releases depend on the text alone: the result
 // is the same.
 func (p *Playout) PlayTurn(t *Turn) error {
@@ -1274,6 +1276,13 @@ func (p *Playout) PlayTurn(t *Turn) error {
 			}
 			p.keys = append(p.keys, turnKey{text: c.Text, tokens: int32(c.Tokens), textless: c.Textless, reasoning: c.Reasoning})
 		}
+		p.textless = p.memo && len(p.keys) > 0
+		for i := range p.keys {
+			if k := &p.keys[i]; !k.textless || k.reasoning || k.tokens != p.keys[0].tokens {
+				p.textless = false
+				break
+			}
+		}
 	}
 	return p.err
 }
@@ -1293,7 +1302,21 @@ func (p *Playout) replay(t *Turn) bool {
 	at := slices.Grow(p.at[:0], n)[:n]
 	keys := p.keys[:n]
 	prev := time.Duration(0)
-	for i := range t.Chunks {
+	if p.textless {
+		// the usual benchmark file: text-less tokens alone, whose Text
+		// the engine never reads
+		tokens := int(keys[0].tokens)
+		for i := range t.Chunks {
+			c := &t.Chunks[i]
+			if c.At < prev || !c.Textless || c.Reasoning || c.Tokens != tokens {
+				return false // c.At < 0 too: prev starts at 0
+			}
+			prev = c.At
+			at[i] = prev
+		}
+		keys = nil
+	}
+	for i := range keys {
 		c, k := &t.Chunks[i], &keys[i]
 		if c.At < prev || c.Textless != k.textless || c.Reasoning != k.reasoning || c.Tokens != int(k.tokens) ||
 			len(c.Text) != len(k.text) || unsafe.StringData(c.Text) != unsafe.StringData(k.text) && c.Text != k.text {

@@ -159,7 +159,9 @@ func TestPlayTurnReuseMatchesFreshPlayout(t *testing.T) {
 				at := time.Duration(0)
 				for range 5 + int(seed%40) {
 					at += time.Duration(rng.IntN(120)) * time.Millisecond
-					tr.Chunks = append(tr.Chunks, Chunk{At: at, Tokens: 1, Textless: true})
+					// a text-less token's Text, which the engine never reads
+					junk := []string{"", "", "x", " tok", "Hello."}[rng.IntN(5)]
+					tr.Chunks = append(tr.Chunks, Chunk{At: at, Tokens: 1, Textless: true, Text: junk})
 				}
 			} else {
 				tr = reuseTurn(fmt.Sprintf("t%d", turn), text, shape, rng, textless, reasoning)
