@@ -220,13 +220,14 @@ type Playout struct {
 	scheduled         int // chunks handed to the player
 	readyAudio        time.Duration
 	spokenRecords     int
-	scratch           []time.Duration
-	gapKinds          []uint8       // per underrun: how its chunk's text stood
-	arrivals          [][]Arrival   // per speech chunk, with Config.Measured: its measured pieces
-	speech            time.Duration // audio of the released chunks
-	earliestStart     time.Duration // the latest of every chunk's first audio (and allowance) less the audio before it
-	whole             string        // the turn's spoken text, for ContextDurations (PlayTurn)
-	err               error         // first Config.Durations failure
+	sortedITL         []time.Duration // medianITL's: the ITLs of the first sortedN chunks, sorted
+	sortedN           int             // 0: none yet (after resetTiming)
+	gapKinds          []uint8         // per underrun: how its chunk's text stood
+	arrivals          [][]Arrival     // per speech chunk, with Config.Measured: its measured pieces
+	speech            time.Duration   // audio of the released chunks
+	earliestStart     time.Duration   // the latest of every chunk's first audio (and allowance) less the audio before it
+	whole             string          // the turn's spoken text, for ContextDurations (PlayTurn)
+	err               error           // first Config.Durations failure
 
 	// What PlayTurn reuses from the turn before when the next has the same
 	// text (reuse: the policy's releases depend on the text alone, and no
@@ -349,6 +350,7 @@ func (p *Playout) Reset(id string) {
 func (p *Playout) resetTiming(id string) {
 	p.turn = id
 	p.at = p.at[:0]
+	p.sortedN = 0
 	p.synthDone, p.allReady, p.startHeld = 0, 0, false
 	p.timerOrigin, p.timerArmed = 0, false
 	p.started, p.ended = false, false
@@ -998,21 +1000,52 @@ func (p *Playout) perRecordAudio(n int) time.Duration {
 // medianITL returns the median ITL of the first n streamed chunks, leaving
 // out the ITL before chunk skip; 0 when there is none.
 func (p *Playout) medianITL(n, skip int) time.Duration {
-	p.scratch = p.scratch[:0]
-	for k := 1; k < n; k++ {
-		if k != skip {
-			p.scratch = append(p.scratch, p.at[k]-p.at[k-1])
-		}
+	// p.sortedITL holds the ITLs of the first p.sortedN chunks, sorted:
+	// extended as n grows (classify asks with n growing, and at End for
+	// every underrun with the same n), started again for a smaller n
+	if n < p.sortedN || p.sortedN == 0 {
+		p.sortedITL, p.sortedN = p.sortedITL[:0], 1
 	}
-	if len(p.scratch) == 0 {
+	if added := n - p.sortedN; added > 0 {
+		if added > 8 && added > len(p.sortedITL)/8 {
+			for k := p.sortedN; k < n; k++ {
+				p.sortedITL = append(p.sortedITL, p.at[k]-p.at[k-1])
+			}
+			slices.Sort(p.sortedITL)
+		} else {
+			for k := p.sortedN; k < n; k++ {
+				d := p.at[k] - p.at[k-1]
+				i, _ := slices.BinarySearch(p.sortedITL, d)
+				p.sortedITL = slices.Insert(p.sortedITL, i, d)
+			}
+		}
+		p.sortedN = n
+	}
+	s := p.sortedITL
+	// the sorted ITLs without (one of the values equal to) the one before
+	// skip: value i of them is s[i] below the place of that value, s[i+1]
+	// from it on
+	gone := len(s)
+	if skip >= 1 && skip < n {
+		gone, _ = slices.BinarySearch(s, p.at[skip]-p.at[skip-1])
+	}
+	m := len(s)
+	if gone < len(s) {
+		m--
+	}
+	at := func(i int) time.Duration {
+		if i >= gone {
+			return s[i+1]
+		}
+		return s[i]
+	}
+	if m == 0 {
 		return 0
 	}
-	slices.Sort(p.scratch)
-	m := len(p.scratch)
 	if m%2 == 1 {
-		return p.scratch[m/2]
+		return at(m / 2)
 	}
-	return (p.scratch[m/2-1] + p.scratch[m/2]) / 2
+	return (at(m/2-1) + at(m/2)) / 2
 }
 
 // position classifies the place in the text where audio stopped at off.

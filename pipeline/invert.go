@@ -44,8 +44,9 @@ const maxTPOTResolution = 10 * time.Microsecond
 //
 // The search doubles the TPOT from 50 ms while the turn plays clean, then
 // halves the interval between the last clean TPOT and the first that
-// interrupts until it is 10 µs wide; a play stops at its first
-// interruption, since that settles it.
+// interrupts until it is 10 µs wide. Its plays are of one text: where the
+// policy releases by the text alone PlayTurn replays all but the first,
+// else a play stops at its first interruption, since that settles it.
 func MaxTPOT(cfg Config, t *Turn, scratch *Playout) (tpot time.Duration, ok bool, err error) {
 	if len(t.Chunks) == 0 {
 		return 0, false, nil
@@ -74,8 +75,10 @@ func searchMaxTPOT(p *Playout, t *Turn, retimed []Chunk) (time.Duration, bool) {
 	_, inContext := p.cfg.Durations.(ContextDurations)
 	clean := func(tpot time.Duration) bool {
 		retime(retimed, ttft, tpot)
-		if inContext {
-			// measured in the context of the whole turn: PlayTurn knows it
+		if inContext || p.reuse {
+			// measured in the context of the whole turn, or a policy whose
+			// releases depend on the text alone, whose plays after the
+			// first PlayTurn replays (the same text: timing work only)
 			if err := p.PlayTurn(&turn); err != nil {
 				return false
 			}
@@ -154,7 +157,7 @@ type memoAnswer struct {
 
 // maxTPOTMemoBytes bounds the keys a maxTPOTMemo keeps; past it, it
 // starts again empty.
-const maxTPOTMemoBytes = 4 << 20
+const maxTPOTMemoBytes = 1 << 20
 
 // ttsPackage is the import path of the tts package, whose chunkers
 // maxTPOTMemo knows.

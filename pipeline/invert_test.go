@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -237,7 +236,7 @@ func TestMaxTPOTAsBefore(t *testing.T) {
 			if checked == 0 {
 				t.Fatal("no turn with speech")
 			}
-			t.Log(fmt.Sprintf("%d turns checked, %d of them moved in time", checked, hits))
+			t.Logf("%d turns checked, %d of them moved in time", checked, hits)
 		})
 	}
 }
