@@ -106,7 +106,7 @@ func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
 		}
 	}
 	const burst = sessions * (chunks + 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), testDeadline(t))
 	defer cancel()
 	for {
 		n, err := monitor.ScrapeReceived(ctx, url, "")
@@ -127,7 +127,7 @@ func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	events.SetReadDeadline(time.Now().Add(10 * time.Second))
+	events.SetReadDeadline(testDeadline(t))
 	for {
 		_, data, err := events.ReadMessage()
 		if err != nil {
