@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -29,10 +28,13 @@ import (
 //     binary) and `go run ./cmd/underrun` read as `underrun`;
 //   - every command must exit 0, unless its comment says
 //     `readme-test: exit N`;
-//   - a command ending in `&` runs in the background; the next line runs
-//     once every 127.0.0.1:PORT the line names accepts connections (a
-//     failure if the command exits first), and what still runs when the
-//     block ends is stopped (SIGTERM, then SIGKILL for the whole group);
+//   - a command ending in `&` runs in the background: it starts once every
+//     127.0.0.1:PORT it listens on (`--listen 127.0.0.1:PORT`, or any
+//     flag ending in listen or listen-address) is free (a server of the block that is
+//     still stopping is waited for; another program's is a failure), the
+//     next line runs once they all accept connections (a failure if the
+//     command exits first), and what still runs when the block ends is
+//     stopped (SIGTERM, then SIGKILL for the whole group);
 //   - `readme-test: needs PROG...` runs the line only where every PROG is
 //     installed, and says so when one is missing;
 //   - `readme-test: network` (the command needs the outside network) and
@@ -63,8 +65,10 @@ type readmeBlock struct {
 }
 
 var (
-	markerRe  = regexp.MustCompile(`readme-test:\s*([a-z]+)((?:\s+[^\s#()]+)*)`)
-	portRe    = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+	markerRe = regexp.MustCompile(`readme-test:\s*([a-z]+)((?:\s+[^\s#()]+)*)`)
+	// the address a server listens on: --listen 127.0.0.1:PORT,
+	// --web.listen-address=127.0.0.1:PORT
+	portRe    = regexp.MustCompile(`listen[a-z.-]*[= ]127\.0\.0\.1:(\d+)`)
 	heredocRe = regexp.MustCompile(`<<-?\s*'?"?([A-Za-z_]+)'?"?`)
 )
 
@@ -153,7 +157,7 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 		}
 		if c, ok := strings.CutSuffix(l.code, "&"); ok && !strings.HasSuffix(c, "&") {
 			l.background = true
-			for _, m := range portRe.FindAllStringSubmatch(line, -1) {
+			for _, m := range portRe.FindAllStringSubmatch(code, -1) {
 				l.ports = append(l.ports, m[1])
 			}
 		}
@@ -190,6 +194,21 @@ __ready() { # README line, pid, ports: wait until every port accepts
 		done
 	done
 }
+__free() { # README line, ports: wait until no server listens on them
+	local line=$1 port
+	shift
+	for port in "$@"; do
+		while (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do
+			# a server of this block may still be stopping; what
+			# listens once none runs is another program's
+			if [ -z "$(jobs -rp)" ] && (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+				echo "readme-test: README.md:$line: 127.0.0.1:$port is taken by another program" >&2
+				exit 1
+			fi
+			sleep 0.01
+		done
+	done
+}
 __stop() { # what still runs in the background when the block ends
 	local pids
 	pids=$(jobs -p)
@@ -220,6 +239,9 @@ func (b readmeBlock) script(have func(string) bool) (string, []string) {
 			continue
 		}
 		fmt.Fprintf(&s, "echo '+ README.md:%d' >&2\n", l.n)
+		if l.background && len(l.ports) > 0 {
+			fmt.Fprintf(&s, "__free %d %s\n", l.n, strings.Join(l.ports, " "))
+		}
 		s.WriteString(l.code + "\n")
 		for _, h := range l.heredoc {
 			s.WriteString(h + "\n")
@@ -316,16 +338,26 @@ func (w *readmeWalk) run(ctx context.Context, t *testing.T, b readmeBlock) (stri
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
+	// the output goes to a file, not a pipe: a program the block left
+	// behind would hold a pipe open, and the wait for it with it
+	out, err := os.Create(path + ".out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
 	cmd := exec.CommandContext(ctx, w.wrap[0], append(w.wrap[1:], path)...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = w.walk, w.env, &out, &out
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = w.walk, w.env, out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	err := cmd.Run()
+	err = cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything the block left behind
 	}
-	return out.String(), err
+	got, rerr := os.ReadFile(out.Name())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return string(got), err
 }
 
 // TestREADME walks the README: see the conventions above.
@@ -389,6 +421,14 @@ func TestREADMEConventions(t *testing.T) {
 		{"background, ended before it listened", "underrun mock --listen 127.0.0.1:18432 --scenario no-such &\ntouch never",
 			"README.md:3: the command ended before 127.0.0.1:18432 accepted connections"},
 		{"background, stopped at the end", "sleep 600 &\necho $! > sleeper.pid", ""},
+		{"background, a port reused", "underrun mock --listen 127.0.0.1:18433 --scenario default &\nkill %1\n" +
+			"underrun mock --listen 127.0.0.1:18433 --scenario default &", ""},
+		{"background, an upstream named", "underrun mock --listen 127.0.0.1:18435 --scenario default &\n" +
+			"underrun proxy --listen 127.0.0.1:18436 --upstream http://127.0.0.1:18435 &\n" +
+			"curl -sf http://127.0.0.1:18436/v1/models > /dev/null   # (readme-test: needs curl)", ""},
+		{"background, a port taken", "(underrun mock --listen 127.0.0.1:18434 --scenario default &)\n" +
+			"until (exec 3<>/dev/tcp/127.0.0.1/18434) 2>/dev/null; do sleep 0.01; done\n" +
+			"underrun mock --listen 127.0.0.1:18434 --scenario default &", "README.md:5: 127.0.0.1:18434 is taken by another program"},
 	}
 	for _, tt := range tests {
 		blocks, err := parseREADME("text\n```sh\n" + tt.block + "\n```\n")
