@@ -162,9 +162,9 @@ func benchVLLMFile(b *testing.B) (string, int) {
 	return path, itls
 }
 
-// child runs a command to its end and returns its wall time and peak
-// resident memory (bytes).
-func child(b *testing.B, name string, args ...string) (time.Duration, int64) {
+// child runs a command to its end and returns its wall time, peak
+// resident memory (bytes) and CPU time (user and system).
+func child(b *testing.B, name string, args ...string) (time.Duration, int64, time.Duration) {
 	b.Helper()
 	cmd := exec.Command(name, args...)
 	var errOut bytes.Buffer
@@ -183,7 +183,7 @@ func child(b *testing.B, name string, args ...string) (time.Duration, int64) {
 	if runtime.GOOS == "linux" {
 		rss *= 1024 // kB on Linux, bytes on macOS
 	}
-	return wall, rss
+	return wall, rss, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // BenchmarkAnalyzeVsPythonJSON is the whole-process comparison of issue
@@ -191,8 +191,8 @@ func child(b *testing.B, name string, args ...string) (time.Duration, int64) {
 // `underrun analyze --output json` (defaults, and --max-tpot=false) and
 // `python3 -c 'import json; json.load(open(F))'`, one after the other in
 // each iteration, and reports each one's wall time and peak resident
-// memory, the ratios of analyze's time to Python's and to analyze
-// --max-tpot=false, and analyze's peak memory per pooled ITL. The file is
+// memory and CPU time, the ratios of analyze's wall time to Python's and
+// to analyze --max-tpot=false, and analyze's peak memory per pooled ITL. The file is
 // about 4 MB unless UNDERRUN_BENCH_MB says otherwise; run it so:
 //
 //	UNDERRUN_BENCH_MB=412 UNDERRUN_BENCH_FILE=/tmp/vllm412.json \
@@ -216,16 +216,20 @@ func BenchmarkAnalyzeVsPythonJSON(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(st.Size())
-	var analyze, plain, py time.Duration
+	var analyze, plain, py, analyzeCPU, plainCPU, pyCPU time.Duration
 	var analyzeRSS, plainRSS, pyRSS int64
 	for b.Loop() {
-		w, rss := child(b, bin, "analyze", "--output", "json", path)
-		analyze, analyzeRSS = analyze+w, max(analyzeRSS, rss)
-		w, rss = child(b, bin, "analyze", "--output", "json", "--max-tpot=false", path)
-		plain, plainRSS = plain+w, max(plainRSS, rss)
-		w, rss = child(b, python, "-c", "import json, sys; json.load(open(sys.argv[1]))", path)
-		py, pyRSS = py+w, max(pyRSS, rss)
+		w, rss, cpu := child(b, bin, "analyze", "--output", "json", path)
+		analyze, analyzeRSS, analyzeCPU = analyze+w, max(analyzeRSS, rss), analyzeCPU+cpu
+		w, rss, cpu = child(b, bin, "analyze", "--output", "json", "--max-tpot=false", path)
+		plain, plainRSS, plainCPU = plain+w, max(plainRSS, rss), plainCPU+cpu
+		w, rss, cpu = child(b, python, "-c", "import json, sys; json.load(open(sys.argv[1]))", path)
+		py, pyRSS, pyCPU = py+w, max(pyRSS, rss), pyCPU+cpu
 	}
+	// CPU time too: on a shared machine it moves less than wall time
+	b.ReportMetric(analyzeCPU.Seconds()/float64(b.N), "analyze-cpu-s")
+	b.ReportMetric(plainCPU.Seconds()/float64(b.N), "no-max-tpot-cpu-s")
+	b.ReportMetric(pyCPU.Seconds()/float64(b.N), "python-cpu-s")
 	b.ReportMetric(analyze.Seconds()/float64(b.N), "analyze-s")
 	b.ReportMetric(plain.Seconds()/float64(b.N), "no-max-tpot-s")
 	b.ReportMetric(py.Seconds()/float64(b.N), "python-s")
