@@ -107,13 +107,11 @@ func (in *input) tick() {
 	if !in.tty {
 		return
 	}
-	now := time.Now()
-	if now.Before(in.after) || now.Sub(in.drawn) < in.every {
-		return
-	}
-	in.drawn = now
 	if in.bar == nil {
-		in.barOut = &barWriter{w: in.progressDest}
+		// made at the first read, so that its rate and times count from
+		// the start; it reaches the terminal once the reading has taken
+		// env.progressAfter
+		in.barOut = &barWriter{w: &fromWriter{w: in.progressDest, from: in.after}}
 		in.bar = progressbar.NewOptions64(in.max,
 			progressbar.OptionSetWriter(in.barOut),
 			// no spinner of its own ticking: the bar is drawn here, on
@@ -127,11 +125,16 @@ func (in *input) tick() {
 		)
 		in.shownTurns = in.turns
 	}
+	now := time.Now()
+	if now.Before(in.after) || now.Sub(in.drawn) < in.every {
+		return
+	}
+	in.drawn = now
+	in.bar.Set64(in.bytes)
 	if in.turns != in.shownTurns {
 		in.shownTurns = in.turns
 		in.bar.Describe(in.description())
 	}
-	in.bar.Set64(in.bytes)
 }
 
 func (in *input) description() string {
@@ -152,6 +155,20 @@ func (in *input) Close() {
 	if in.file != nil {
 		in.file.Close()
 	}
+}
+
+// fromWriter drops what is written to it before a time (a progress bar
+// not yet due: what it clears at the end, for one).
+type fromWriter struct {
+	w    io.Writer
+	from time.Time
+}
+
+func (f *fromWriter) Write(p []byte) (int, error) {
+	if time.Now().Before(f.from) {
+		return len(p), nil
+	}
+	return f.w.Write(p)
 }
 
 // countingFile counts the bytes read from a file, sequentially or at

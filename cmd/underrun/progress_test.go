@@ -174,3 +174,18 @@ func TestProgressBarStopsAtClose(t *testing.T) {
 		}
 	}
 }
+
+// TestFromWriter: a bar made at the first read writes nothing before its
+// time, and everything after.
+func TestFromWriter(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	early := &fromWriter{w: &b, from: time.Now().Add(time.Hour)}
+	if n, err := early.Write([]byte("drawn too soon")); n != 14 || err != nil || b.Len() != 0 {
+		t.Errorf("before its time: wrote %q (%d, %v)", b.String(), n, err)
+	}
+	due := &fromWriter{w: &b, from: time.Now().Add(-time.Second)}
+	if _, err := due.Write([]byte("bar")); err != nil || b.String() != "bar" {
+		t.Errorf("after its time: %q, %v", b.String(), err)
+	}
+}
