@@ -649,15 +649,16 @@ func newLoadTargetCommand(e *env, name, short string, serve func(context.Context
 	return cmd
 }
 
-// writeFloor measures monitor.WriteFloor over conns connections to a sink
-// in a process of its own on cpus (none: anywhere), for a second.
-func writeFloor(ctx context.Context, cpus []int, conns int, net loadNet) (float64, error) {
+// writeFloor measures monitor.WriteFloor for opts against a sink in a
+// process of its own on cpus (none: anywhere): a second as fast as it
+// goes, then opts' schedule.
+func writeFloor(ctx context.Context, cpus []int, opts monitor.LoadOptions, net loadNet) (monitor.Floor, error) {
 	t, err := spawn(ctx, cpus, "monitor", "sink", "--listen", net.listen("sink"))
 	if err != nil {
-		return 0, err
+		return monitor.Floor{}, err
 	}
 	defer t.stop()
-	return monitor.WriteFloor(ctx, strings.TrimPrefix(t.url, "http://"), conns, time.Second)
+	return monitor.WriteFloor(ctx, strings.TrimPrefix(t.url, "http://"), opts, time.Second)
 }
 
 // loadNet is how monitor load reaches its targets: loopback TCP, or Unix
@@ -879,13 +880,14 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	fmt.Fprintf(w, "this machine, idle: a 1 ms sleep wakes late by p50 %s, p99 %s, max %s (the floor under the latencies below)\n",
 		ms(wake.P50), ms(wake.P99), ms(wake.Max))
 	if opts.URL == "" && !here {
-		floor, err := writeFloor(ctx, targetCPUs, opts.Sessions, ln)
+		floor, err := writeFloor(ctx, targetCPUs, opts, ln)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "write floor: a bare loop on the load's CPUs writes %.0f messages/s, one write(2) each, to %d %s in turn\n"+
-			"  (%.2fx what this load sends while streaming; no load generator sends faster here)\n",
-			floor, opts.Sessions, ln, floor/(float64(opts.Sessions)*opts.Rate))
+		fmt.Fprintf(w, "write floor: a bare loop on the load's CPUs writes %.0f messages/s, one write(2) each, to %d connections over %s in turn\n"+
+			"  (%.2fx what this load sends while streaming; no load generator sends faster here);\n"+
+			"  keeping this load's schedule, its writes are late by p99 %s, max %s (no load generator's send-lag is lower here)\n",
+			floor.Rate, opts.Sessions, ln, floor.Rate/(float64(opts.Sessions)*opts.Rate), ms(floor.LagP99), ms(floor.LagMax))
 	}
 	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s %6s\n",
 		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU", "steal")

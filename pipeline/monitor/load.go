@@ -58,8 +58,9 @@ type LoadOptions struct {
 	// URL is the target's address (http://host:port, or unix:PATH for a
 	// monitor on a Unix socket).
 	URL string
-	// Echo says the target is an echo server (EchoHandler): every message
-	// comes back and is counted there, and no events are watched.
+	// Echo says the target is an echo server (EchoHandler): it says, as
+	// each session closes, how many messages it read, and no events are
+	// watched.
 	Echo bool
 	// Token is the monitor's bearer token, if any.
 	Token string
@@ -101,7 +102,7 @@ type LoadOptions struct {
 type LoadResult struct {
 	Sessions int
 	// Sent is the messages the sessions sent; Received those the target
-	// took (echoes counted back, or LoadOptions.Received; -1 unknown);
+	// took (as the echo server said, or LoadOptions.Received; -1 unknown);
 	// Lost the difference.
 	Sent, Received, Lost int64
 	// Turns is how many turns were started.
@@ -165,16 +166,21 @@ func summarizeLatency(xs []float64) Latency {
 	return Latency{P50: d(50), P99: d(99), Max: time.Duration(xs[len(xs)-1] * float64(time.Millisecond))}
 }
 
-// Load drives the target with opts.Sessions concurrent sessions, each
-// streaming turns of chunks at opts.Rate, and measures what arrives.
-// Everything stays on the address given; use loopback.
-func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
-	var res LoadResult
+// loadDefaults fills in what opts leaves at zero.
+func loadDefaults(opts *LoadOptions) {
 	orDefault(&opts.Sessions, DefaultLoadSessions)
 	orDefault(&opts.Rate, DefaultLoadRate)
 	orDefault(&opts.Duration, DefaultLoadDuration)
 	orDefault(&opts.TurnChunks, DefaultTurnChunks)
 	orDefault(&opts.DialParallel, 32)
+}
+
+// Load drives the target with opts.Sessions concurrent sessions, each
+// streaming turns of chunks at opts.Rate, and measures what arrives.
+// Everything stays on the address given; use loopback.
+func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
+	var res LoadResult
+	loadDefaults(&opts)
 	res.Sessions = opts.Sessions
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -234,11 +240,13 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 				c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 			}
 		}
+		wait, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		for _, c := range conns {
 			if c != nil {
 				select {
 				case <-c.done:
-				case <-time.After(2 * time.Second):
+				case <-wait.Done():
 				}
 				c.conn.Close()
 			}
@@ -251,7 +259,6 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	}
 
 	// stream
-	interval := time.Duration(float64(time.Second) / opts.Rate)
 	cpu0 := processCPU()
 	all0, steal0, stealOK := machineCPU()
 	var tcpu0 time.Duration
@@ -259,60 +266,22 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		tcpu0 = opts.TargetCPU()
 	}
 	start := time.Now().Add(50 * time.Millisecond)
-	var sent, turns atomic.Int64
-	var sendErr atomic.Pointer[error]
-	// one sender per CPU the process may use, each with a schedule of many
-	// sessions: a goroutine per session (or per message) would make the
-	// load generator's own scheduling the bottleneck
-	workers := min(opts.Sessions, max(1, runtime.GOMAXPROCS(0)))
-	plans := make([]sendPlan, workers)
-	for i, c := range conns {
-		// spread the sessions over one interval
-		ls := &loadSession{c: c, i: i, k: -1, first: opts.TurnChunks,
-			next: int64(time.Duration(i) * interval / time.Duration(opts.Sessions))}
-		if !opts.Aligned {
-			ls.first = 1 + i*opts.TurnChunks/opts.Sessions
-		}
-		plans[i%workers] = append(plans[i%workers], ls)
-	}
-	sched := loadSchedule{opts: opts, interval: int64(interval), stop: int64(opts.Duration)}
-	lagAll := make([]lagHistogram, workers)
-	var wg sync.WaitGroup
-	for w := range plans {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			if err := sendLoad(ctx, start, plans[w], sched, &lagAll[w], &sent, &turns); err != nil {
-				sendErr.CompareAndSwap(nil, &err)
-				cancel()
-			}
-		}(w)
-	}
-	wg.Wait()
+	var lags lagHistogram
+	var sendErr error
+	res.Sent, res.Turns, lags, sendErr = stream(ctx, start, opts, conns)
 	res.Elapsed = time.Since(start)
-	res.Sent, res.Turns = sent.Load(), turns.Load()
 
-	// wait for the target to take in what was sent
+	// wait for the target to take in what was sent (an echo server says
+	// how much it read as each session closes)
 	res.Received = -1
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		got := int64(-1)
-		switch {
-		case opts.Echo:
-			got = 0
-			for _, c := range conns {
-				got += c.echoes.Load()
-			}
-		case opts.Received != nil:
-			got = opts.Received()
-		}
-		res.Received = got
-		if got < 0 || got >= res.Sent {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	if !opts.Echo {
+		deadline := time.Now().Add(5 * time.Second)
+		for opts.Received != nil && time.Now().Before(deadline) {
+			if res.Received = opts.Received(); res.Received >= res.Sent {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		time.Sleep(500 * time.Millisecond) // the last drains
 	}
 	res.CPU = processCPU() - cpu0
@@ -324,16 +293,18 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		res.TargetCPU = opts.TargetCPU() - tcpu0
 	}
 	closeAll()
+	if opts.Echo {
+		res.Received = 0
+		for _, c := range conns {
+			res.Received += c.echoed.Load()
+		}
+	}
 	if res.Received >= 0 {
 		res.Lost = res.Sent - res.Received
 	}
 	res.Rate = float64(res.Sent) / res.Elapsed.Seconds()
 	res.Cores = res.CPU.Seconds() / res.Elapsed.Seconds()
 	res.TargetCores = res.TargetCPU.Seconds() / res.Elapsed.Seconds()
-	var lags lagHistogram
-	for i := range lagAll {
-		lags.merge(&lagAll[i])
-	}
 	res.SendLagP99 = lags.quantile(0.99)
 	for _, c := range conns {
 		res.Refused += c.errors.Load()
@@ -344,8 +315,8 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	res.ReadLatency = summarizeLatency(report.Read)
 	res.FireLatency = summarizeLatency(report.Fired)
 	res.SentLatency = summarizeLatency(report.Sent)
-	if p := sendErr.Load(); p != nil {
-		return res, *p
+	if sendErr != nil {
+		return res, sendErr
 	}
 	if watchErr != nil {
 		return res, fmt.Errorf("load: events subscriber: %w", watchErr)
@@ -354,6 +325,52 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// stream sends opts' schedule over conns from start until opts.Duration
+// has passed: one sender per CPU the process may use, each with a
+// schedule of many sessions (a goroutine per session, or per message,
+// would make the load generator's own scheduling the bottleneck). It
+// returns the messages sent, the turns started and the send lags; the
+// first sender's error cancels the others.
+func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loadConn) (sent, turns int64, lags lagHistogram, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	interval := time.Duration(float64(time.Second) / opts.Rate)
+	workers := min(len(conns), max(1, runtime.GOMAXPROCS(0)))
+	plans := make([]sendPlan, workers)
+	for i, c := range conns {
+		// spread the sessions over one interval
+		ls := &loadSession{c: c, i: i, k: -1, first: opts.TurnChunks,
+			next: int64(time.Duration(i) * interval / time.Duration(len(conns)))}
+		if !opts.Aligned {
+			ls.first = 1 + i*opts.TurnChunks/len(conns)
+		}
+		plans[i%workers] = append(plans[i%workers], ls)
+	}
+	sched := loadSchedule{opts: opts, interval: int64(interval), stop: int64(opts.Duration)}
+	lagAll := make([]lagHistogram, workers)
+	var nsent, nturns atomic.Int64
+	var sendErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for w := range plans {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			if err := sendLoad(ctx, start, plans[w], sched, &lagAll[w], &nsent, &nturns); err != nil {
+				sendErr.CompareAndSwap(nil, &err)
+				cancel()
+			}
+		}(w)
+	}
+	wg.Wait()
+	for i := range lagAll {
+		lags.merge(&lagAll[i])
+	}
+	if p := sendErr.Load(); p != nil {
+		err = *p
+	}
+	return nsent.Load(), nturns.Load(), lags, err
 }
 
 // machineCPU returns the CPU time, in seconds, that the machine's CPUs
@@ -483,7 +500,8 @@ func (w *DrainWatch) Stop() DrainReport {
 // loadConn is one load session's connection.
 type loadConn struct {
 	conn   *websocket.Conn
-	echoes atomic.Int64
+	raw    net.Conn     // WriteFloor's: to a Sink, no websocket
+	echoed atomic.Int64 // as the echo server said
 	errors atomic.Int64
 	done   chan struct{}
 	// deadline is when its write deadline is next moved, in nanoseconds
@@ -491,36 +509,68 @@ type loadConn struct {
 	deadline int64
 }
 
-// loadReadEvery is how often a load session reads what came back: an echo
-// server's echoes of the last half second come in one read(2), not one
-// each, so that reading them does not take the load generator's CPU from
-// sending (125,000 echoes a second at 5,000 sessions).
+// loadReadEvery is how often a load session reads what came back: what a
+// target sends in half a second (a monitor refusing every message sends an
+// error for each) comes in one read(2), not one each, so that reading it
+// does not take the load generator's CPU from sending.
 const loadReadEvery = 500 * time.Millisecond
 
-// dialPaced is dial for a load session: its connection's reads wait until
-// loadReadEvery has passed since the one before.
+// dialPaced is dial for a load session: once its handshake is done, its
+// connection's reads wait until loadReadEvery has passed since the one
+// before.
 func dialPaced(ctx context.Context, base, addr, token string) (*websocket.Conn, error) {
-	nd := netDial(base)
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second,
-		NetDialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			c, err := nd(ctx, network, a)
-			if err != nil {
-				return nil, err
-			}
-			return &pacedConn{Conn: c, every: loadReadEvery}, nil
-		}}
-	return dialWith(ctx, d, addr, token)
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: loadDialer(base)}
+	c, err := dialWith(ctx, d, addr, token)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := c.NetConn().(interface{ startPacing() }); ok {
+		p.startPacing()
+	}
+	return c, nil
 }
 
-// pacedConn is a connection whose reads come at most once per every.
+// pacedDialer dials base through the network poller, as a pacedConn.
+func pacedDialer(base string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	nd := netDial(base)
+	return func(ctx context.Context, network, a string) (net.Conn, error) {
+		c, err := nd(ctx, network, a)
+		if err != nil {
+			return nil, err
+		}
+		return &pacedConn{Conn: c, every: loadReadEvery}, nil
+	}
+}
+
+// pacedConn is a connection whose reads, once paced, come at most once
+// per every.
 type pacedConn struct {
 	net.Conn
-	every time.Duration
-	last  time.Time
+	every         time.Duration
+	paced         bool
+	last          time.Time
+	writeDeadline time.Time
+}
+
+func (c *pacedConn) startPacing() { c.paced = true }
+
+// SetWriteDeadline passes a deadline on only when it changed: websocket
+// sets it before every write, and a load session moves it once a second.
+func (c *pacedConn) SetWriteDeadline(t time.Time) error {
+	if t.Equal(c.writeDeadline) {
+		return nil
+	}
+	c.writeDeadline = t
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *pacedConn) SetDeadline(t time.Time) error {
+	c.writeDeadline = t
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *pacedConn) Read(p []byte) (int, error) {
-	if d := c.every - time.Since(c.last); d > 0 && !c.last.IsZero() {
+	if d := c.every - time.Since(c.last); d > 0 && c.paced && !c.last.IsZero() {
 		time.Sleep(d)
 	}
 	n, err := c.Conn.Read(p)
@@ -528,23 +578,43 @@ func (c *pacedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// read counts what comes back: echoes, or a monitor's hello and errors.
+// read takes what comes back: an echo server's count, or a monitor's
+// hello and errors. Nothing is allocated per message: its first bytes tell
+// what it is, the rest is dropped.
 func (c *loadConn) read() {
 	defer close(c.done)
+	var head [64]byte
 	for {
-		_, data, err := c.conn.ReadMessage()
+		_, r, err := c.conn.NextReader()
 		if err != nil {
 			return
 		}
-		c.echoes.Add(1)
-		if len(data) > 16 && string(data[:16]) == `{"type":"error",` {
+		n, _ := io.ReadFull(r, head[:])
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return
+		}
+		msg := string(head[:n])
+		switch {
+		case strings.HasPrefix(msg, echoPrefix):
+			if k, err := strconv.ParseInt(strings.TrimSuffix(msg[len(echoPrefix):], "}"), 10, 64); err == nil {
+				c.echoed.Store(k)
+			}
+		case strings.HasPrefix(msg, `{"type":"error",`):
 			c.errors.Add(1)
 		}
 	}
 }
 
-// EchoHandler is a bare gorilla websocket server that sends every message
-// back: the ceiling a monitor's ingestion is measured against.
+// echoPrefix begins an echo server's count: {"type":"echo","messages":N}.
+const echoPrefix = `{"type":"echo","messages":`
+
+// EchoHandler is a bare gorilla websocket server, the ceiling a monitor's
+// ingestion is measured against: it reads every message through the
+// websocket layer, as the monitor does, drops it, and when the client
+// closes the session echoes how many it read ({"type":"echo","messages":N})
+// before closing in turn. It does not echo each message: the monitor sends
+// nothing back per message, and reading 125,000 echoes a second (5,000
+// sessions) would make the load generator measure itself.
 func EchoHandler() http.Handler {
 	up := websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -553,14 +623,21 @@ func EchoHandler() http.Handler {
 			return
 		}
 		defer c.Close()
+		var read int64
+		c.SetCloseHandler(func(code int, text string) error {
+			c.WriteMessage(websocket.TextMessage, append(strconv.AppendInt([]byte(echoPrefix), read, 10), '}'))
+			c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+			return nil
+		})
 		for {
-			typ, data, err := c.ReadMessage()
+			_, m, err := c.NextReader()
 			if err != nil {
 				return
 			}
-			if err := c.WriteMessage(typ, data); err != nil {
+			if _, err := io.Copy(io.Discard, m); err != nil {
 				return
 			}
+			read++
 		}
 	})
 }
@@ -614,8 +691,7 @@ type loadSession struct {
 	i    int
 	next int64 // when its next message is due, in nanoseconds from the start
 	turn int
-	id   string // its turn's id
-	k    int    // -1: turn_start is next; 0..TurnChunks-1: that chunk; TurnChunks: turn_end
+	k    int // -1: turn_start is next; 0..TurnChunks-1: that chunk; TurnChunks: turn_end
 	// first is the length of the first turn, in chunks
 	first int
 }
@@ -665,10 +741,14 @@ var loadChunk = pipeline.Chunk{Text: " tok", Tokens: 1}
 // sendLoad sends the messages of plan's sessions, each when it is due
 // (start + next), until every session is done or ctx ends, and counts how
 // late each went out. It sleeps only when nothing is due; the write
-// deadline of a connection is moved at most once a second.
+// deadline of a connection is moved at most once a second. Every session
+// sends the same messages (turn ids t0, t1, ... and the same chunk), so each
+// is framed once, as a websocket.PreparedMessage, and written as it is to
+// every connection: no copy into the connection's buffer, no masking per
+// write, nothing allocated per message.
 func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedule, lags *lagHistogram, sent, turns *atomic.Int64) error {
 	heap.Init(&plan)
-	var b []byte
+	var msgs preparedMessages
 	var n int64
 	defer func() { sent.Add(n) }()
 	for plan.Len() > 0 {
@@ -684,21 +764,15 @@ func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedu
 			continue
 		}
 		lags.add(now - ls.next)
+		part := 1 // 0 turn_start, 1 chunk, 2 turn_end
 		switch {
 		case ls.k < 0:
-			ls.id = "t" + strconv.Itoa(ls.turn)
-			b = appendMessage(b[:0], TypeTurnStart, ls.id, nil, -1, "")
+			part = 0
 			turns.Add(1)
-		case ls.k < sc.opts.TurnChunks:
-			b = appendMessage(b[:0], TypeChunk, ls.id, &loadChunk, -1, "")
-		default:
-			b = appendMessage(b[:0], TypeTurnEnd, ls.id, nil, -1, pipeline.StatusOK)
+		case ls.k >= sc.opts.TurnChunks:
+			part = 2
 		}
-		if now >= ls.c.deadline {
-			ls.c.deadline = now + int64(time.Second)
-			ls.c.conn.SetWriteDeadline(start.Add(time.Duration(ls.c.deadline) + DefaultWriteTimeout))
-		}
-		if err := ls.c.conn.WriteMessage(websocket.TextMessage, b); err != nil {
+		if err := ls.c.send(&msgs, start, now, ls.turn, part); err != nil {
 			return fmt.Errorf("load: session %d: %w", ls.i, err)
 		}
 		n++
@@ -709,6 +783,57 @@ func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedu
 		}
 	}
 	return nil
+}
+
+// send writes the message of turn and part (preparedMessages.get) at now
+// (nanoseconds from start): the prepared frame through the websocket, or
+// WriteFloor's bare message. The write deadline is moved at most once a
+// second.
+func (c *loadConn) send(msgs *preparedMessages, start time.Time, now int64, turn, part int) error {
+	if c.raw != nil {
+		_, err := c.raw.Write(floorMessage)
+		return err
+	}
+	pm, err := msgs.get(turn, part)
+	if err != nil {
+		return err
+	}
+	if now >= c.deadline {
+		c.deadline = now + int64(time.Second)
+		c.conn.SetWriteDeadline(start.Add(time.Duration(c.deadline) + DefaultWriteTimeout))
+	}
+	return c.conn.WritePreparedMessage(pm)
+}
+
+// preparedMessages holds a sender's framed messages: per turn number, its
+// turn_start, its chunk and its turn_end.
+type preparedMessages [][3]*websocket.PreparedMessage
+
+// get returns the message of turn (ids t0, t1, ...) and part (0
+// turn_start, 1 chunk, 2 turn_end), framing it the first time.
+func (m *preparedMessages) get(turn, part int) (*websocket.PreparedMessage, error) {
+	for len(*m) <= turn {
+		*m = append(*m, [3]*websocket.PreparedMessage{})
+	}
+	if pm := (*m)[turn][part]; pm != nil {
+		return pm, nil
+	}
+	id := "t" + strconv.Itoa(turn)
+	var b []byte
+	switch part {
+	case 0:
+		b = appendMessage(nil, TypeTurnStart, id, nil, -1, "")
+	case 1:
+		b = appendMessage(nil, TypeChunk, id, &loadChunk, -1, "")
+	default:
+		b = appendMessage(nil, TypeTurnEnd, id, nil, -1, pipeline.StatusOK)
+	}
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, b)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	(*m)[turn][part] = pm
+	return pm, nil
 }
 
 // lagHistogram counts send lags: in 10 µs bins below 10 ms, 1 ms bins
@@ -809,33 +934,44 @@ func Sink(ctx context.Context, ln net.Listener) error {
 // floorMessage is what WriteFloor writes: about a load chunk's frame.
 var floorMessage = make([]byte, 60)
 
-// WriteFloor measures the most messages this process can send here: a
-// bare loop (one per CPU it may use) writing a 60-byte message to each of
-// conns connections to the Sink at addr (host:port over TCP, or
-// unix:PATH) in turn, one write(2) each, for d. It returns the messages
-// per second. On loopback the kernel's work for the receiving socket is
-// done by the writer too, so this is the floor under the cost of any load
-// generator's message: none sends faster on these CPUs.
-func WriteFloor(ctx context.Context, addr string, conns int, d time.Duration) (float64, error) {
-	var dialer net.Dialer
-	network := "tcp"
-	if p, ok := socketPath(addr); ok {
-		network, addr = "unix", p
-	}
-	cs := make([]net.Conn, 0, conns)
+// Floor is what a bare loop does on this machine, the floor under a load
+// run's figures (WriteFloor).
+type Floor struct {
+	// Rate is the most messages per second the loop writes.
+	Rate float64
+	// LagP99 and LagMax are how late the loop's messages went out when it
+	// kept the load's schedule: the send lag no load generator goes below
+	// here, however little it does per message.
+	LagP99, LagMax time.Duration
+}
+
+// WriteFloor measures the floor under a load run here: a bare loop (one
+// per CPU it may use) writing a 60-byte message to each of opts.Sessions
+// connections to the Sink at addr (host:port over TCP, or unix:PATH; Unix
+// sockets are written outside the network poller, as a load session's
+// are) in turn, one write(2) each, first as fast as it can for d, then on
+// the schedule of opts (as Load keeps it, for at most 3 s). On loopback
+// the kernel's work for the receiving socket is done by the writer too, so
+// the rate is the floor under the cost of any load generator's message:
+// none sends faster on these CPUs; and the schedule's lag is the floor
+// under the load's send lag.
+func WriteFloor(ctx context.Context, addr string, opts LoadOptions, d time.Duration) (Floor, error) {
+	var f Floor
+	loadDefaults(&opts)
+	cs := make([]*loadConn, 0, opts.Sessions)
 	defer func() {
 		for _, c := range cs {
-			c.Close()
+			c.raw.Close()
 		}
 	}()
-	for range conns {
-		c, err := dialer.DialContext(ctx, network, addr)
+	for range opts.Sessions {
+		c, err := dialFloor(ctx, addr)
 		if err != nil {
-			return 0, fmt.Errorf("write floor: %w", err)
+			return f, fmt.Errorf("write floor: %w", err)
 		}
-		cs = append(cs, c)
+		cs = append(cs, &loadConn{raw: c})
 	}
-	workers := min(conns, max(1, runtime.GOMAXPROCS(0)))
+	workers := min(len(cs), max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
 	var total atomic.Int64
 	var werr atomic.Pointer[error]
@@ -850,7 +986,7 @@ func WriteFloor(ctx context.Context, addr string, conns int, d time.Duration) (f
 			mine := cs[w*len(cs)/workers : (w+1)*len(cs)/workers]
 			for time.Now().Before(end) && ctx.Err() == nil {
 				for _, c := range mine {
-					if _, err := c.Write(floorMessage); err != nil {
+					if _, err := c.raw.Write(floorMessage); err != nil {
 						err = fmt.Errorf("write floor: %w", err)
 						werr.CompareAndSwap(nil, &err)
 						return
@@ -862,7 +998,14 @@ func WriteFloor(ctx context.Context, addr string, conns int, d time.Duration) (f
 	}
 	wg.Wait()
 	if p := werr.Load(); p != nil {
-		return 0, *p
+		return f, *p
 	}
-	return float64(total.Load()) / time.Since(start).Seconds(), ctx.Err()
+	f.Rate = float64(total.Load()) / time.Since(start).Seconds()
+	opts.Duration = min(opts.Duration, 3*time.Second)
+	_, _, lags, err := stream(ctx, time.Now().Add(10*time.Millisecond), opts, cs)
+	if err != nil {
+		return f, fmt.Errorf("write floor: %w", err)
+	}
+	f.LagP99, f.LagMax = lags.quantile(0.99), time.Duration(lags.maxNanos)
+	return f, ctx.Err()
 }

@@ -48,22 +48,35 @@ func TestLagHistogram(t *testing.T) {
 	}
 }
 
+// TestWriteFloor: the bare loop writes to a sink over TCP and over a Unix
+// socket (outside the poller, as load sessions do), and keeps a schedule,
+// reporting how late it went out.
 func TestWriteFloor(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Sink(ctx, ln) }()
-	rate, err := WriteFloor(context.Background(), ln.Addr().String(), 10, 20*time.Millisecond)
-	if err != nil || rate <= 0 {
-		t.Errorf("WriteFloor = %v, %v; want a rate", rate, err)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Sink: %v", err)
+	for _, network := range []string{"tcp", "unix"} {
+		addr := "127.0.0.1:0"
+		if network == "unix" {
+			addr = UnixPrefix + filepath.Join(t.TempDir(), "sink.sock")
+		}
+		ln, err := Listen(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Sink(ctx, ln) }()
+		target := ln.Addr().String()
+		if network == "unix" {
+			target = BaseURL(ln)
+		}
+		f, err := WriteFloor(context.Background(), target, LoadOptions{Sessions: 10, Rate: 50, Duration: 200 * time.Millisecond}, 20*time.Millisecond)
+		if err != nil || f.Rate <= 0 || f.LagP99 <= 0 || f.LagMax < f.LagP99-10*time.Microsecond {
+			t.Errorf("%s: WriteFloor = %+v, %v; want a rate and lags", network, f, err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: Sink: %v", network, err)
+		}
 	}
 }
 
@@ -115,15 +128,15 @@ func BenchmarkLoadSend(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go Sink(ctx, sinkLn)
-		sinkNet, sinkAddr := "tcp", sinkLn.Addr().String()
+		sinkAddr := sinkLn.Addr().String()
 		if network == "unix" {
-			sinkNet = "unix"
+			sinkAddr = BaseURL(sinkLn)
 		}
 		for _, sessions := range []int{100, 5000} {
 			b.Run(network+"/floor/sessions="+itoa(sessions), func(b *testing.B) {
 				conns := make([]net.Conn, sessions)
 				for i := range conns {
-					c, err := dialRetry(sinkNet, sinkAddr)
+					c, err := dialFloor(context.Background(), sinkAddr)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -143,7 +156,7 @@ func BenchmarkLoadSend(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range plan {
-					c, err := dial(context.Background(), wsBase, addr, "")
+					c, err := dialPaced(context.Background(), wsBase, addr, "")
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -166,18 +179,6 @@ func BenchmarkLoadSend(b *testing.B) {
 	}
 }
 
-// dialRetry dials, waiting a little while the listener's backlog is full
-// (a Unix socket's dial fails at once then).
-func dialRetry(network, addr string) (net.Conn, error) {
-	for i := 0; ; i++ {
-		c, err := net.Dial(network, addr)
-		if err == nil || i == 100 {
-			return c, err
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // countingConn counts the reads of the connection it wraps.
 type countingConn struct {
 	net.Conn
@@ -190,7 +191,7 @@ func (c *countingConn) Read(p []byte) (int, error) {
 }
 
 // TestPacedReads: a load session's reads come at most once per interval,
-// each taking whatever came meanwhile, so a stream of echoes costs a read
+// each taking whatever came meanwhile, so a stream of replies costs a read
 // per interval rather than one per echo.
 func TestPacedReads(t *testing.T) {
 	t.Parallel()
@@ -219,7 +220,7 @@ func TestPacedReads(t *testing.T) {
 	}
 	defer c.Close()
 	cc := &countingConn{Conn: c}
-	pc := &pacedConn{Conn: cc, every: every}
+	pc := &pacedConn{Conn: cc, every: every, paced: true}
 	start := time.Now()
 	buf := make([]byte, 4096)
 	got := 0
