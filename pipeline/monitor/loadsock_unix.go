@@ -40,11 +40,15 @@ type loadSocket struct {
 // while its listener's backlog is full.
 func dialLoadSocket(ctx context.Context, path string) (*loadSocket, error) {
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		syscall.ForkLock.RLock() // no child inherits it before it is marked
 		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err == nil {
+			syscall.CloseOnExec(fd)
+		}
+		syscall.ForkLock.RUnlock()
 		if err != nil {
 			return nil, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("socket", err)}
 		}
-		syscall.CloseOnExec(fd)
 		if err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err == nil {
 			if err = syscall.SetNonblock(fd, true); err == nil {
 				return &loadSocket{fd: fd, addr: &net.UnixAddr{Name: path, Net: "unix"}}, nil
