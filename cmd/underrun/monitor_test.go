@@ -228,7 +228,7 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 	if !strings.Contains(out, "each target in its own process") {
 		t.Errorf("not run in processes of their own:\n%s", out)
 	}
-	if !regexp.MustCompile(`write floor: a bare loop on the load's CPUs writes [1-9]\d* messages/s, one write\(2\) each, to 20 connections over Unix sockets in turn`+
+	if !regexp.MustCompile(`write floor: a bare loop on the load's CPUs writes [1-9]\d* messages/s, one write\(2\) each, to 20 connections over Unix sockets in turn` +
 		`(?s).*keeping this load's schedule, its writes are late by p99 \d+\.\d+ms, max \d+\.\d+ms`).MatchString(out) {
 		t.Errorf("no write floor:\n%s", out)
 	}
