@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bufio"
+	"bytes"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -593,13 +594,13 @@ func (c *loadConn) read() {
 		if _, err := io.Copy(io.Discard, r); err != nil {
 			return
 		}
-		msg := string(head[:n])
+		msg := head[:n]
 		switch {
-		case strings.HasPrefix(msg, echoPrefix):
-			if k, err := strconv.ParseInt(strings.TrimSuffix(msg[len(echoPrefix):], "}"), 10, 64); err == nil {
+		case bytes.HasPrefix(msg, []byte(echoPrefix)):
+			if k, err := strconv.ParseInt(string(bytes.TrimSuffix(msg[len(echoPrefix):], []byte("}"))), 10, 64); err == nil {
 				c.echoed.Store(k)
 			}
-		case strings.HasPrefix(msg, `{"type":"error",`):
+		case bytes.HasPrefix(msg, []byte(`{"type":"error",`)):
 			c.errors.Add(1)
 		}
 	}

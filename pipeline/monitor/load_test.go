@@ -4,7 +4,10 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,5 +240,34 @@ func TestPacedReads(t *testing.T) {
 	}
 	if limit := int(elapsed/every) + 2; cc.reads > limit || cc.reads >= msgs {
 		t.Errorf("%d reads of %d messages in %v, want at most %d and fewer than the messages", cc.reads, msgs, elapsed, limit)
+	}
+}
+
+// TestEchoCountsAtClose: the echo server reads every message, sends none
+// back, and answers the client's close with how many it read.
+func TestEchoCountsAtClose(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(EchoHandler())
+	defer ts.Close()
+	c, err := dialPaced(context.Background(), ts.URL, "ws"+strings.TrimPrefix(ts.URL, "http"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lc := &loadConn{conn: c, done: make(chan struct{})}
+	go lc.read()
+	const n = 37
+	for i := range n {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"type":"chunk","turn":"t`+strconv.Itoa(i)+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lc.echoed.Load(); got != 0 {
+		t.Errorf("echoed %d before the close", got)
+	}
+	c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	<-lc.done // the server's close ends the reader (the test's deadline, if it never comes)
+	if got := lc.echoed.Load(); got != n {
+		t.Errorf("the echo server said it read %d messages, want %d", got, n)
 	}
 }
