@@ -463,32 +463,36 @@ sent and lost, the delay from the moment each buffer drained to the arrival
 of its event at an /events subscriber (p50, p99, max), and the CPU used by
 the load and by the target.
 
-Without --to the command starts, on loopback, a bare gorilla websocket echo
-server (the ceiling: what the websocket layer alone costs) and then a monitor,
-each in a process of its own (this executable), and drives each with the same
-load; the /events subscriber runs in a process of its own too, so that it
-reads each event as it arrives. On Linux with two CPUs or more, each target
-runs on the first half of them and the load with its subscriber on the rest,
-as on machines of their own (--share-cpus lets them mix: the target then
-waits for the load generator's threads too). --in-process runs them all
+Without --to the command starts a bare gorilla websocket server, "echo" (the
+ceiling: it reads every message through the websocket layer, as the monitor
+does, and echoes only how many it read when a session closes), and then a
+monitor, each in a process of its own (this executable), and drives each with
+the same load; the /events subscriber runs in a process of its own too, so
+that it reads each event as it arrives. On Linux with two CPUs or more, each
+target runs on the first half of them and the load with its subscriber on
+the rest, as on machines of their own (--share-cpus lets them mix: the target
+then waits for the load generator's threads too). --in-process runs them all
 inside this process instead, sharing its CPUs with the load. Before the runs
 the command samples this machine's floor (how late a 1 ms sleep wakes) and
-its write floor (how many messages a bare loop on the load's CPUs writes to
-as many loopback sockets, one write(2) each, against a sink in a process of
-its own: on loopback the writer also pays the kernel's work for the
-receiving socket, so no load generator sends faster there), and reports, per
-run, the CPU time the hypervisor gave to other guests (steal): latencies
-measured on a busy host grow with all three. The targets it starts are
-reached over Unix sockets (--network unix, the default): over loopback TCP
-the kernel does the receiving socket's work on the sender's CPU too, and
-one CPU cannot then write a message to each of 5,000 sockets 25 times a
-second, so the load generator, not the target, would be measured
-(--network tcp measures that path all the same). The load is sent by one
-goroutine per CPU it may use, each keeping the schedule of its share of the
-sessions. --record FILE has the monitor record what it accepts (monitor
---record), to see what recording costs. With --to it drives that
-running monitor (start it with --load-model for the drains); lost messages
-are then counted from its /metrics.
+its write floor: how many messages a bare loop on the load's CPUs writes to
+as many sockets, one write(2) each, against a sink in a process of its own
+(on loopback the writer also pays the kernel's work for the receiving
+socket, so no load generator sends faster there), and how late that loop's
+writes go out when it keeps the load's schedule (no load generator's
+send-lag is lower there). It reports, per run, the CPU time the hypervisor
+gave to other guests (steal): latencies measured on a busy host grow with
+all of these. The targets it starts are reached over Unix sockets (--network
+unix, the default): over loopback TCP the kernel does the receiving socket's
+work on the sender's CPU too, and one CPU cannot then write a message to
+each of 5,000 sockets 25 times a second, so the load generator, not the
+target, would be measured (--network tcp measures that path all the same).
+Linux stamps no bytes received on a Unix socket, so there the events are
+timed when the subscriber reads them. The load is sent by one goroutine per
+CPU it may use, each keeping the schedule of its share of the sessions, each
+message framed once for all of them. --record FILE has the monitor record
+what it accepts (monitor --record), to see what recording costs. With --to
+it drives that running monitor (start it with --load-model for the drains);
+lost messages are then counted from its /metrics.
 
 Exit codes: 0 no message lost; 1 messages were lost; 2 bad usage, or a target
 could not be started.`
