@@ -27,6 +27,20 @@ type Timer interface {
 	Stop() bool
 }
 
+// ResetTimer is a Timer that can be set again, so that a caller that
+// re-arms often (the Guard, on every chunk) need not make a new one each
+// time. The timers of RealClock, QueueClock and ManualClock are
+// ResetTimers; a Clock whose timers are not is used through AfterFunc.
+type ResetTimer interface {
+	Timer
+	// Reset schedules the call for d from now, whether it is pending, has
+	// run or was stopped, and reports whether it was pending (it is moved,
+	// not doubled). As with Stop, a call already running, or about to
+	// run, still runs: the call can then come once more than armed, and
+	// early, so the function must check that its time has come.
+	Reset(d time.Duration) bool
+}
+
 // RealClock returns the wall clock: time.Now (with its monotonic reading)
 // and time.AfterFunc.
 func RealClock() Clock { return realClock{} }
@@ -38,9 +52,10 @@ func (realClock) Now() time.Time { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 var (
-	_ Clock = realClock{}
-	_ Clock = (*ManualClock)(nil)
-	_ Timer = (*manualTimer)(nil)
+	_ Clock      = realClock{}
+	_ Clock      = (*ManualClock)(nil)
+	_ ResetTimer = (*manualTimer)(nil)
+	_ ResetTimer = (*time.Timer)(nil)
 )
 
 // ManualClock is a Clock that stands still until Advance or Set moves it;
@@ -96,6 +111,24 @@ func (t *manualTimer) Stop() bool {
 			return true
 		}
 	}
+	return false
+}
+
+// Reset schedules the timer for d from now (Timer.Reset); a timer moved
+// this way runs after those already due at the same time, as a new one
+// would.
+func (t *manualTimer) Reset(d time.Duration) bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t.when, t.seq = c.now.Add(max(d, 0)), c.seq
+	for _, x := range c.timers {
+		if x == t {
+			return true
+		}
+	}
+	c.timers = append(c.timers, t)
 	return false
 }
 

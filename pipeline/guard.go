@@ -141,12 +141,16 @@ type Guard struct {
 // guardTurn is one open turn. Lock order: guardTurn.mu, then Guard.mu or
 // Guard.emitMu.
 type guardTurn struct {
-	mu     sync.Mutex
-	rec    Turn
-	begin  time.Time
-	p      *Playout
+	mu    sync.Mutex
+	rec   Turn
+	begin time.Time
+	p     *Playout
+	// the turn's timer: armed for due (turn time) while armed is set; it
+	// is set again (ResetTimer) rather than made anew where the clock
+	// allows, so a call can come early or after a Stop (see fire)
 	timer  Timer
-	gen    uint64
+	due    time.Duration
+	armed  bool
 	ended  bool
 	spoken int // speech chunks announced (EventSpeech)
 	drains int // underruns whose start was announced
@@ -283,7 +287,7 @@ func (g *Guard) end(t *guardTurn, status Status) error {
 	}
 	now := g.clock.Now().Sub(t.begin)
 	t.ended = true
-	t.gen++
+	t.armed = false
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timer = nil
@@ -328,15 +332,25 @@ func (g *Guard) Close() error {
 	return nil
 }
 
-// fire is a timer's call for generation gen of turn t.
-func (g *Guard) fire(t *guardTurn, gen uint64) {
+// fire is the call of turn t's timer. A call can come that is no longer
+// wanted: one that was running, or about to run, when the timer was
+// stopped (nothing is armed, or the turn has ended), or when it was set
+// again, for later (it is early). The first is dropped; the second waits
+// on for the time armed. A call for an earlier arming that comes once the
+// time now armed has passed does the work of the call for it, which then
+// finds nothing armed, or later.
+func (g *Guard) fire(t *guardTurn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || t.gen != gen {
+	if t.ended || !t.armed {
 		return
 	}
-	t.timer = nil
 	now := g.clock.Now().Sub(t.begin)
+	if now < t.due {
+		g.schedule(t, t.due-now)
+		return
+	}
+	t.armed = false
 	t.p.Advance(now)
 	g.process(t, now)
 	g.arm(t, now)
@@ -449,16 +463,29 @@ func (g *Guard) arm(t *guardTurn, now time.Duration) {
 	if d, ok := t.p.Deadline(); ok {
 		next = min(next, d)
 	}
-	t.gen++
-	if t.timer != nil {
-		t.timer.Stop()
-		t.timer = nil
-	}
 	if next == Unbounded {
+		t.armed = false
+		if t.timer != nil {
+			t.timer.Stop()
+		}
 		return
 	}
-	gen := t.gen
-	t.timer = g.clock.AfterFunc(max(0, next-now), func() { g.fire(t, gen) })
+	t.armed, t.due = true, next
+	g.schedule(t, max(0, next-now))
+}
+
+// schedule has the turn's timer call fire in d (t.mu held): the timer is
+// set again where the clock allows (ResetTimer), else a new one replaces
+// it.
+func (g *Guard) schedule(t *guardTurn, d time.Duration) {
+	if r, ok := t.timer.(ResetTimer); ok {
+		r.Reset(d)
+		return
+	}
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.timer = g.clock.AfterFunc(d, func() { g.fire(t) })
 }
 
 // emit delivers an event to the callback and the logger.

@@ -63,6 +63,13 @@ func (c *QueueClock) AfterFunc(d time.Duration, f func()) Timer {
 	t := &queueTimer{c: c, when: now + max(d, 0), seq: c.seq, f: f}
 	c.seq++
 	heap.Push(&c.q, t)
+	c.scheduled(t, now)
+	return t
+}
+
+// scheduled publishes the queue's new earliest call after t was queued or
+// moved, and sees that the clock's goroutine wakes for t (mu held).
+func (c *QueueClock) scheduled(t *queueTimer, now time.Duration) {
 	c.storeNext()
 	switch {
 	case !c.running:
@@ -73,7 +80,6 @@ func (c *QueueClock) AfterFunc(d time.Duration, f func()) Timer {
 		c.armed = t.when
 		c.timer.Reset(t.when - now)
 	}
-	return t
 }
 
 // RunDue makes the calls that are due, in the calling goroutine, and
@@ -178,6 +184,26 @@ func (t *queueTimer) Stop() bool {
 	return true
 }
 
+// Reset schedules the call for d from now (Timer.Reset): a pending call
+// is moved, any other queued again. Among calls due at the same time it
+// comes after those already queued, as a new one would.
+func (t *queueTimer) Reset(d time.Duration) bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Since(c.epoch)
+	t.when, t.seq = now+max(d, 0), c.seq
+	c.seq++
+	pending := t.index >= 0
+	if pending {
+		heap.Fix(&c.q, t.index)
+	} else {
+		heap.Push(&c.q, t)
+	}
+	c.scheduled(t, now)
+	return pending
+}
+
 // timerQueue is a QueueClock's pending calls, the earliest on top (ties in
 // the order they were made).
 type timerQueue []*queueTimer
@@ -207,4 +233,7 @@ func (q *timerQueue) Pop() any {
 	return t
 }
 
-var _ Clock = (*QueueClock)(nil)
+var (
+	_ Clock      = (*QueueClock)(nil)
+	_ ResetTimer = (*queueTimer)(nil)
+)

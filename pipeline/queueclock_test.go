@@ -172,3 +172,58 @@ func TestQueueClockReentrant(t *testing.T) {
 		t.Fatal("the call set by a call never ran")
 	}
 }
+
+// TestQueueClockReset: a call set again runs once per setting, never
+// before its new time, whether it was pending (it is moved, not doubled),
+// had run or was stopped; one stopped after its setting never runs.
+func TestQueueClockReset(t *testing.T) {
+	t.Parallel()
+	c := NewQueueClock(nil)
+	var ran, early atomic.Int32
+	var due atomic.Int64 // ns since the clock's epoch
+	tm := c.AfterFunc(time.Hour, func() {
+		if time.Since(c.epoch) < time.Duration(due.Load()) {
+			early.Add(1)
+		}
+		ran.Add(1)
+	}).(ResetTimer)
+	set := func(d time.Duration) bool {
+		c.mu.Lock()
+		due.Store(int64(time.Since(c.epoch) + d))
+		c.mu.Unlock()
+		return tm.Reset(d)
+	}
+	if !set(2 * time.Millisecond) {
+		t.Error("Reset of a pending call = false, want true")
+	}
+	c.mu.Lock()
+	if n := len(c.q); n != 1 {
+		t.Errorf("%d calls queued after Reset of a pending one, want 1", n)
+	}
+	c.mu.Unlock()
+	waitFor(t, "the call set again", func() bool { return ran.Load() == 1 })
+	if set(time.Millisecond) {
+		t.Error("Reset of a call that has run = true, want false")
+	}
+	waitFor(t, "the call set again after it ran", func() bool { return ran.Load() == 2 })
+	set(time.Hour)
+	if !tm.Stop() {
+		t.Error("Stop of a pending call = false, want true")
+	}
+	if set(0) {
+		t.Error("Reset of a stopped call = true, want false")
+	}
+	waitFor(t, "the stopped call set again", func() bool { return ran.Load() == 3 })
+	set(time.Hour)
+	tm.Stop()
+	c.mu.Lock()
+	n := len(c.q)
+	c.mu.Unlock()
+	waitFor(t, "the clock's goroutine to end", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return !c.running })
+	if got := ran.Load(); n != 0 || got != 3 {
+		t.Errorf("a call stopped after Reset: %d queued, %d runs, want 0 and 3", n, got)
+	}
+	if k := early.Load(); k > 0 {
+		t.Errorf("%d calls ran before their time", k)
+	}
+}

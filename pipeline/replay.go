@@ -36,8 +36,27 @@ func (c *scaledClock) Now() time.Time {
 }
 
 func (c *scaledClock) AfterFunc(d time.Duration, f func()) Timer {
-	return c.base.AfterFunc(time.Duration(math.Ceil(float64(d)/c.speed)), f)
+	t := c.base.AfterFunc(c.wait(d), f)
+	if r, ok := t.(ResetTimer); ok {
+		// the base timer's own Reset would take d on the base's time
+		return &scaledTimer{ResetTimer: r, c: c}
+	}
+	return t
 }
+
+// wait is how long the base clock waits for d to pass on c.
+func (c *scaledClock) wait(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(float64(d) / c.speed))
+}
+
+// scaledTimer is a timer of a scaledClock whose base timer can be reset.
+type scaledTimer struct {
+	ResetTimer
+	c *scaledClock
+}
+
+// Reset schedules the call for d from now on the scaled clock.
+func (t *scaledTimer) Reset(d time.Duration) bool { return t.ResetTimer.Reset(t.c.wait(d)) }
 
 // DefaultSpin is how long before its time a PreciseClock timer wakes to
 // wait out the rest on the CPU.
