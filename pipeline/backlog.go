@@ -99,3 +99,20 @@ func (g *Guard) Backlog(turnID string) (b Backlog, ok bool) {
 	}
 	return t.p.Backlog(g.clock.Now().Sub(t.begin)), true
 }
+
+// BacklogStep is the step a chunk makes in a turn's backlog: the backlog
+// just before the Guard took the chunk and just after, both at the moment
+// it did (At, on the Guard's clock).
+type BacklogStep struct {
+	Before, After Backlog
+	At            time.Time
+}
+
+// ChunkStep feeds the next chunk of a turn, as Chunk does, and returns the
+// step it made in the turn's backlog: what Backlog would return just
+// before and just after, in one look at the turn.
+func (g *Guard) ChunkStep(turnID string, c Chunk) (BacklogStep, error) {
+	var step BacklogStep
+	err := g.chunk(turnID, c, &step)
+	return step, err
+}

@@ -76,3 +76,57 @@ func TestPlayedAudioSkipsGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkStep: the step ChunkStep returns is what Backlog reads just
+// before and just after Chunk, on a clock that stands still meanwhile, and
+// the guard's events are those of Chunk.
+func TestChunkStep(t *testing.T) {
+	t.Parallel()
+	cfg := guardConfig(t, "word", 100*gms, 0.5, 0)
+	turn := wordTurn("t", guardText, 250*gms, 37*gms, stall{3, 700 * gms})
+	byChunk, clock1, c1 := manualGuard(t, cfg, 50*gms)
+	byStep, clock2, c2 := manualGuard(t, cfg, 50*gms)
+	for _, g := range []*pipeline.Guard{byChunk, byStep} {
+		if err := g.Begin("t", "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := 0
+	for i, ch := range turn.Chunks {
+		clock1.Set(epoch.Add(ch.At))
+		clock2.Set(epoch.Add(ch.At))
+		ch.At = 0
+		before, _ := byChunk.Backlog("t")
+		if err := byChunk.Chunk("t", ch); err != nil {
+			t.Fatal(err)
+		}
+		after, _ := byChunk.Backlog("t")
+		step, err := byStep.ChunkStep("t", ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step.Before != before || step.After != after || !step.At.Equal(clock2.Now()) {
+			t.Errorf("chunk %d: step %+v, want before %+v, after %+v at %v", i, step, before, after, clock2.Now())
+		}
+		if step.Before != step.After {
+			steps++
+		}
+	}
+	if steps == 0 {
+		t.Error("no chunk changed the backlog")
+	}
+	if _, err := byStep.ChunkStep("nope", pipeline.Chunk{}); err == nil {
+		t.Error("ChunkStep of an unknown turn: no error")
+	}
+	byChunk.Close()
+	byStep.Close()
+	if len(c1.events) != len(c2.events) {
+		t.Fatalf("%d events by ChunkStep, %d by Chunk", len(c2.events), len(c1.events))
+	}
+	for i := range c1.events {
+		a, b := c1.events[i], c2.events[i]
+		if a.Kind != b.Kind || a.At != b.At || a.Now != b.Now {
+			t.Errorf("event %d: %s at %v (now %v) by ChunkStep, %s at %v (now %v) by Chunk", i, b.Kind, b.At, b.Now, a.Kind, a.At, a.Now)
+		}
+	}
+}

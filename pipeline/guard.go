@@ -247,6 +247,12 @@ func (g *Guard) lookup(turnID string) (*guardTurn, error) {
 // Guard's clock since Begin, unless c.At is set (positive): replays pass
 // the recorded time, so that their underruns are exactly the offline ones.
 func (g *Guard) Chunk(turnID string, c Chunk) error {
+	return g.chunk(turnID, c, nil)
+}
+
+// chunk feeds a chunk (Chunk); step, when not nil, gets the turn's
+// backlog before and after it, at the time it was taken.
+func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
 	t, err := g.lookup(turnID)
 	if err != nil {
 		return err
@@ -256,9 +262,13 @@ func (g *Guard) Chunk(turnID string, c Chunk) error {
 	if t.ended {
 		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
 	}
-	now := g.clock.Now().Sub(t.begin)
+	clock := g.clock.Now()
+	now := clock.Sub(t.begin)
 	if c.At <= 0 {
 		c.At = now
+	}
+	if step != nil {
+		step.At, step.Before = clock, t.p.Backlog(now)
 	}
 	if err := t.p.Push(c); err != nil {
 		return err
@@ -266,6 +276,9 @@ func (g *Guard) Chunk(turnID string, c Chunk) error {
 	t.rec.Chunks = append(t.rec.Chunks, c)
 	g.process(t, now)
 	g.arm(t, now)
+	if step != nil {
+		step.After = t.p.Backlog(now)
+	}
 	return nil
 }
 

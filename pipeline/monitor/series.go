@@ -51,8 +51,8 @@ func trim[T any](xs []T, ms func(T) float64, now float64) []T {
 	return append(xs[:0], xs[cut:]...)
 }
 
-// begin starts the history of a turn that has just begun.
-func (s *series) begin(turn string, at time.Time) {
+// begin starts the history of a turn that has just begun, and returns it.
+func (s *series) begin(turn string, at time.Time) *turnSeries {
 	t := unixMs(at)
 	// closed turns whose last point left the window go
 	limit := t - float64(seriesWindow/time.Millisecond)
@@ -63,7 +63,9 @@ func (s *series) begin(turn string, at time.Time) {
 		}
 	}
 	clear(s.Turns[len(kept):])
-	s.Turns = append(kept, &turnSeries{Turn: turn, Open: true, last: t})
+	ts := &turnSeries{Turn: turn, Open: true, last: t}
+	s.Turns = append(kept, ts)
+	return ts
 }
 
 // turn returns the history of the open turn named id (nil when none).

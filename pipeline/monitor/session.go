@@ -123,6 +123,7 @@ type turnState struct {
 	barged   bool
 	draining bool
 	outTok   int
+	series   *turnSeries // its history in the live chart
 }
 
 func (s *Server) newSession(id, remote string) (*session, error) {
@@ -191,7 +192,7 @@ func (sess *session) turnStart(m Message, arrived time.Time) error {
 	sess.mu.Lock()
 	sess.turns[m.Turn] = ts
 	sess.last = m.Turn
-	sess.series.begin(m.Turn, begin)
+	ts.series = sess.series.begin(m.Turn, begin)
 	sess.mu.Unlock()
 	sess.srv.m.openTurns.Inc()
 	return nil
@@ -203,9 +204,14 @@ func (sess *session) open(id string) (*turnState, error) {
 	defer sess.mu.Unlock()
 	ts, ok := sess.turns[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: turn %q is not streaming (send turn_start first)", ErrRejected, id)
+		return nil, notStreaming(id)
 	}
 	return ts, nil
+}
+
+// notStreaming is the error for a message about a turn that is not open.
+func notStreaming(id string) error {
+	return fmt.Errorf("%w: turn %q is not streaming (send turn_start first)", ErrRejected, id)
 }
 
 // ClientAhead is how far a client's t_ms may run ahead of the monitor's
@@ -231,14 +237,18 @@ func (sess *session) at(ts *turnState, m Message, arrived time.Time) time.Durati
 }
 
 func (sess *session) chunk(m Message, arrived time.Time) error {
-	ts, err := sess.open(m.Turn)
-	if err != nil {
-		return err
+	sess.mu.Lock()
+	ts, ok := sess.turns[m.Turn]
+	var prev time.Duration
+	var n int
+	if ok {
+		prev, n = ts.lastAt, ts.chunks
+	}
+	sess.mu.Unlock()
+	if !ok {
+		return notStreaming(m.Turn)
 	}
 	at := sess.at(ts, m, arrived)
-	sess.mu.Lock()
-	prev, n := ts.lastAt, ts.chunks
-	sess.mu.Unlock()
 	if n > 0 && at < prev && !m.HasAt {
 		// two readings of one kernel stamp can differ by a few
 		// nanoseconds: the monitor's own times never go back
@@ -249,8 +259,8 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 			ErrRejected, m.Turn, n, pipeline.Millis(at), pipeline.Millis(prev))
 	}
 	c := pipeline.Chunk{At: at, Text: m.Text, Tokens: m.Tokens, Textless: !m.HasText, Reasoning: m.Reasoning}
-	before, _ := sess.guard.Backlog(m.Turn)
-	if err := sess.guard.Chunk(m.Turn, c); err != nil {
+	step, err := sess.guard.ChunkStep(m.Turn, c)
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	sess.srv.rec.chunk(ts.rec, c)
@@ -259,16 +269,14 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 	} else {
 		sess.srv.m.itl.Observe((at - prev).Seconds())
 	}
-	after, _ := sess.guard.Backlog(m.Turn)
-	came, now := ts.begin.Add(at), sess.srv.clock.Now()
 	sess.mu.Lock()
 	ts.chunks++
 	ts.lastAt = at
 	if n == 0 {
 		sess.ttft, sess.hasTTFT = at, true
 	}
-	if h := sess.series.turn(m.Turn); h != nil {
-		h.token(came, now, before, after)
+	if h := ts.series; h.Open {
+		h.token(ts.begin.Add(at), step.At, step.Before, step.After)
 	}
 	sess.mu.Unlock()
 	return nil
@@ -345,13 +353,16 @@ func (sess *session) close() {
 // the guard). Events after a barge-in are dropped; a gap the barge-in cut
 // short is clipped at the cut.
 func (sess *session) onEvent(e pipeline.Event) {
+	if e.Kind == pipeline.EventSpeech && sess.srv.hub.chunkSubs.Load() == 0 {
+		return // one a chunk, and no subscriber wants them (publishChunk)
+	}
 	sess.mu.Lock()
 	ts := sess.turns[e.Turn]
 	var begin time.Time
 	if ts != nil {
 		begin = ts.begin
 	}
-	cfg := sess.srv.opts.Config
+	interruption := sess.srv.opts.Config.Interruption
 	switch e.Kind {
 	case pipeline.EventStall:
 		sess.stalls++
@@ -386,7 +397,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 			sess.mu.Unlock()
 			return
 		}
-		u, ok := clip(e.Underrun, ts, cfg.Interruption)
+		u, ok := clip(e.Underrun, ts, interruption)
 		ts.draining = false
 		h := sess.series.turn(e.Turn)
 		if !ok {
@@ -421,7 +432,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 		sess.mu.Unlock()
 		sess.srv.publishChunk(e, sess.id, begin)
 	case pipeline.EventTurn:
-		sum := summarize(e, ts, cfg.Interruption)
+		sum := summarize(e, ts, interruption)
 		sess.turnsDone++
 		if sum.hasTPOT {
 			sess.tpot, sess.hasTPOT = sum.tpot, true
