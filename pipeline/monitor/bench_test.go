@@ -22,6 +22,20 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
+// BenchmarkParseKnownTurn parses as a connection does: the turn named is
+// the previous message's.
+func BenchmarkParseKnownTurn(b *testing.B) {
+	msg := []byte(`{"type":"chunk","turn":"t12","text":" tomorrow","tokens":1,"t_ms":1234.5}`)
+	var p fastjson.Parser
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if _, err := parse(&p, msg, "t12"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkIngest measures one session's chunks through websocket, parser,
 // guard and metrics.
 func BenchmarkIngest(b *testing.B) {

@@ -75,6 +75,13 @@ type Message struct {
 // Parse decodes one ingest message with p (a Parser is not safe for
 // concurrent use; keep one per connection). Unknown fields are ignored.
 func Parse(p *fastjson.Parser, data []byte) (Message, error) {
+	return parse(p, data, "")
+}
+
+// parse is Parse, with the turn name known (the previous message's, on
+// a connection) given as that very string when the message names it: a
+// session's messages mostly name one turn, and then cost no copy of it.
+func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 	var m Message
 	v, err := p.ParseBytes(data)
 	if err != nil {
@@ -83,18 +90,32 @@ func Parse(p *fastjson.Parser, data []byte) (Message, error) {
 	if v.Type() != fastjson.TypeObject {
 		return m, fmt.Errorf("%w: want a JSON object, got %s", ErrMessage, v.Type())
 	}
-	typ, err := str(v, "type", true)
+	typ, err := strBytes(v, "type", true)
 	if err != nil {
 		return m, err
 	}
-	m.Type = Type(typ)
-	switch m.Type {
-	case TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS:
+	switch Type(typ) { // the constant, not a copy of the bytes
+	case TypeTurnStart:
+		m.Type = TypeTurnStart
+	case TypeChunk:
+		m.Type = TypeChunk
+	case TypeTurnEnd:
+		m.Type = TypeTurnEnd
+	case TypeBargeIn:
+		m.Type = TypeBargeIn
+	case TypeTTS:
+		m.Type = TypeTTS
 	default:
 		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in or tts, got %q", ErrMessage, typ)
 	}
-	if m.Turn, err = str(v, "turn", m.Type != TypeTTS); err != nil {
+	turn, err := strBytes(v, "turn", m.Type != TypeTTS)
+	if err != nil {
 		return m, err
+	}
+	if string(turn) == known {
+		m.Turn = known
+	} else {
+		m.Turn = string(turn)
 	}
 	if len(m.Turn) > MaxName {
 		return m, fmt.Errorf("%w: field \"turn\": want at most %d bytes, got %d", ErrMessage, MaxName, len(m.Turn))
@@ -160,21 +181,28 @@ func Parse(p *fastjson.Parser, data []byte) (Message, error) {
 
 // str reads a string field.
 func str(v *fastjson.Value, name string, required bool) (string, error) {
+	b, err := strBytes(v, name, required)
+	return string(b), err
+}
+
+// strBytes reads a string field as the parser's bytes (valid until its
+// next parse).
+func strBytes(v *fastjson.Value, name string, required bool) ([]byte, error) {
 	f := v.Get(name)
 	if f == nil || f.Type() == fastjson.TypeNull {
 		if required {
-			return "", fmt.Errorf("%w: field %q is missing", ErrMessage, name)
+			return nil, fmt.Errorf("%w: field %q is missing", ErrMessage, name)
 		}
-		return "", nil
+		return nil, nil
 	}
 	b, err := f.StringBytes()
 	if err != nil {
-		return "", fmt.Errorf("%w: field %q: want a string, got %s", ErrMessage, name, f.Type())
+		return nil, fmt.Errorf("%w: field %q: want a string, got %s", ErrMessage, name, f.Type())
 	}
 	if required && len(b) == 0 {
-		return "", fmt.Errorf("%w: field %q must not be empty", ErrMessage, name)
+		return nil, fmt.Errorf("%w: field %q must not be empty", ErrMessage, name)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // count reads a non-negative integer field (absent: 0).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 
@@ -38,6 +39,16 @@ func TestParse(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.in, got, tc.want)
+		}
+		// a connection passes the previous message's turn name
+		for _, known := range []string{"", "t1", "t2"} {
+			got, err := parse(&p, []byte(tc.in), known)
+			if err != nil || got != tc.want {
+				t.Errorf("%s, known turn %q:\n got %+v, %v\nwant %+v", tc.in, known, got, err, tc.want)
+			}
+			if known != "" && got.Turn == known && unsafe.StringData(got.Turn) != unsafe.StringData(known) {
+				t.Errorf("%s: the known turn name %q was copied", tc.in, known)
+			}
 		}
 	}
 }

@@ -395,9 +395,10 @@ func (s *Server) ingest(conn *websocket.Conn, sess *session) {
 		return
 	}
 	var (
-		p   fastjson.Parser
-		buf bytes.Buffer
-		lim = limiter{rate: s.opts.Rate, burst: float64(s.opts.Burst), tokens: float64(s.opts.Burst)}
+		p    fastjson.Parser
+		turn string // the turn the last message named
+		buf  bytes.Buffer
+		lim  = limiter{rate: s.opts.Rate, burst: float64(s.opts.Burst), tokens: float64(s.opts.Burst)}
 	)
 	for {
 		typ, rd, err := conn.NextReader()
@@ -425,7 +426,8 @@ func (s *Server) ingest(conn *websocket.Conn, sess *session) {
 			s.refuse(conn, sess, reasonRate, "", fmt.Errorf("rate limit: more than %g messages/s (burst %d); message dropped", s.opts.Rate, s.opts.Burst))
 			continue
 		}
-		m, err := Parse(&p, buf.Bytes())
+		m, err := parse(&p, buf.Bytes(), turn)
+		turn = m.Turn
 		if err != nil {
 			s.refuse(conn, sess, reasonMalformed, m.Turn, err)
 			continue
