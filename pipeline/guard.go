@@ -96,6 +96,12 @@ type GuardOptions struct {
 	// concurrent, and the events of a turn arrive in order. It must not call
 	// the Guard, and should return quickly: it holds up the guard.
 	OnEvent func(Event)
+	// SpeechWanted, when set, is asked before the Guard raises speech
+	// chunks (EventSpeech): while it returns false, and the logger writes
+	// no debug events, they are skipped, text and all (a server whose
+	// listeners for chunks come and go). The other events are raised as
+	// ever.
+	SpeechWanted func() bool
 	// WarnTolerance raises EventStall when the stall tolerance falls to it
 	// or below (0: no warnings). The live stall tolerance at time t is
 	// DrainsAt - Playout.NextLatency - t: how much longer the stream can
@@ -391,6 +397,9 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 		report = g.clock.Now().Sub(t.begin)
 	}
 	if g.opts.OnEvent != nil || g.logChunks {
+		if !g.logChunks && g.opts.SpeechWanted != nil && t.spoken < p.scheduled && !g.opts.SpeechWanted() {
+			t.spoken = p.scheduled // nobody wants these
+		}
 		for ; t.spoken < p.scheduled; t.spoken++ {
 			c := p.Chunks[t.spoken]
 			var gaps []Underrun
@@ -522,7 +531,9 @@ func (g *Guard) emit(e Event) {
 		ev.Float64("start_ms", Millis(e.At)).Float64("late_ms", Millis(e.Now-e.At)).
 			Int("last_token", e.LastToken).Msg(string(EventDrain))
 	case EventSpeech:
-		LogChunk(log, e.ChunkReport())
+		if g.logChunks {
+			LogChunk(log, e.ChunkReport())
+		}
 	case EventStall:
 		ev := log.Warn().Str("event", string(EventStall)).Str("turn", e.Turn)
 		if e.Session != "" {

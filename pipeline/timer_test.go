@@ -192,3 +192,70 @@ func TestScaledClockReset(t *testing.T) {
 		t.Errorf("ran %d times after its wait, want 1", ran)
 	}
 }
+
+// TestGuardSpeechWanted: while SpeechWanted says no, no speech chunk is
+// raised and every other event is as without it; chunks scheduled once it
+// says yes again are raised, from the index they have in the turn.
+func TestGuardSpeechWanted(t *testing.T) {
+	t.Parallel()
+	cfg := tokenConfig(t, 100*gms)
+	turn := textlessTurn("t", 100*gms, 150*gms, 200*gms, 700*gms, 750*gms)
+	run := func(wanted func(at time.Duration) bool) []string {
+		clock := pipeline.NewManualClock(epoch)
+		c := &collector{}
+		opts := pipeline.GuardOptions{Clock: clock, OnEvent: c.add, WarnTolerance: 30 * gms}
+		if wanted != nil {
+			opts.SpeechWanted = func() bool { return wanted(clock.Now().Sub(epoch)) }
+		}
+		g, err := pipeline.NewGuard(cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Begin("t", "s"); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range turn.Chunks {
+			clock.Set(epoch.Add(ch.At))
+			ch.At = 0
+			if err := g.Chunk("t", ch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.End("t", pipeline.StatusOK); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range c.events {
+			s := fmt.Sprintf("%s at=%v now=%v", e.Kind, e.At, e.Now)
+			if e.Kind == pipeline.EventSpeech {
+				s += fmt.Sprintf(" index=%d", e.Index)
+			}
+			got = append(got, s)
+		}
+		return got
+	}
+	all := run(nil)
+	without := func(keep func(string) bool) []string {
+		var out []string
+		for _, s := range all {
+			if keep(s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	isSpeech := func(s string) bool { return len(s) > 6 && s[:6] == "speech" }
+	if got, want := run(func(time.Duration) bool { return true }), all; !slices.Equal(got, want) {
+		t.Errorf("always wanted:\n got %q\nwant %q", got, want)
+	}
+	if got, want := run(func(time.Duration) bool { return false }), without(func(s string) bool { return !isSpeech(s) }); !slices.Equal(got, want) {
+		t.Errorf("never wanted:\n got %q\nwant %q", got, want)
+	}
+	late := run(func(at time.Duration) bool { return at >= 700*gms })
+	want := without(func(s string) bool {
+		return !isSpeech(s) || s == "speech at=700ms now=700ms index=3" || s == "speech at=750ms now=750ms index=4"
+	})
+	if !slices.Equal(late, want) {
+		t.Errorf("wanted from 700 ms:\n got %q\nwant %q", late, want)
+	}
+}

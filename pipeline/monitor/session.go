@@ -138,6 +138,8 @@ func (s *Server) newSession(id, remote string) (*session, error) {
 	cfg.Durations = sess.scale
 	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{
 		Clock: s.clock, OnEvent: sess.onEvent, WarnTolerance: s.opts.WarnTolerance,
+		// speech chunks go only to the subscribers that asked for them
+		SpeechWanted: func() bool { return s.hub.chunkSubs.Load() > 0 },
 	})
 	if err != nil {
 		return nil, err
