@@ -65,16 +65,16 @@ func BacklogAt(chunks []SpeechChunk, scheduled int, gaps []Underrun, rtf float64
 	// nothing, and a live turn's backlog costs only the chunks ahead
 	first := sort.Search(scheduled, func(i int) bool { return chunks[i].PlayEnd > t })
 	for i := first; i < len(chunks); i++ {
-		c := chunks[i]
+		c := &chunks[i] // not a copy: a long backlog reads many
 		if c.Release > t {
 			break
 		}
 		var played time.Duration
-		if i < scheduled {
-			played = PlayedAudio(c, i, gaps, t)
+		if i < scheduled && t > c.PlayStart {
+			played = PlayedAudio(*c, i, gaps, t)
 		}
 		b.Buffered += c.Audio - played
-		b.Ready += max(0, ReadyAudio(c, t, rtf, frame)-played)
+		b.Ready += max(0, ReadyAudio(*c, t, rtf, frame)-played)
 	}
 	return b
 }

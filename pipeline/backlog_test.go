@@ -130,3 +130,31 @@ func TestChunkStep(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBacklog reads the backlog of a turn whose text came far ahead
+// of its speech, as a fast model's does: 200 chunks released, 10 played.
+func BenchmarkBacklog(b *testing.B) {
+	cfg := guardConfig(b, "token", 0, 0, 0)
+	cfg.TokenAudio = 50 * gms
+	p, err := pipeline.NewPlayout(cfg, "b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 200 {
+		if err := p.Push(pipeline.Chunk{At: time.Duration(i) * gms, Text: " tok", Tokens: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	at := 500 * gms
+	p.Advance(at)
+	want := p.Backlog(at)
+	if want.Buffered != 9500*gms {
+		b.Fatalf("backlog %+v, want 9.5 s buffered", want)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p.Backlog(at) != want {
+			b.Fatal("backlog changed")
+		}
+	}
+}
