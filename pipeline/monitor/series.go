@@ -32,6 +32,11 @@ type turnSeries struct {
 	Gaps    [][3]float64 `json:"gaps"` // [start, end (0: still dry), 1 for an interruption]
 	Stalls  []float64    `json:"stalls"`
 	last    float64      // the time of its latest point
+	// the lengths of Samples and Tokens of the session's turn before
+	// this one: the room the lists get when their first point comes
+	// (a session's turns are much alike; growing a list point by point
+	// costs a copy at each doubling)
+	sizeSamples, sizeTokens int
 }
 
 func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
@@ -64,6 +69,10 @@ func (s *series) begin(turn string, at time.Time) *turnSeries {
 	}
 	clear(s.Turns[len(kept):])
 	ts := &turnSeries{Turn: turn, Open: true, last: t}
+	if n := len(kept); n > 0 {
+		prev := kept[n-1]
+		ts.sizeSamples, ts.sizeTokens = len(prev.Samples), len(prev.Tokens)
+	}
 	s.Turns = append(kept, ts)
 	return ts
 }
@@ -90,6 +99,9 @@ func (s *series) end(id string, at time.Time) {
 func (ts *turnSeries) sample(at time.Time, b pipeline.Backlog) {
 	t := unixMs(at)
 	ts.last = max(ts.last, t)
+	if ts.Samples == nil && ts.sizeSamples > 0 {
+		ts.Samples = make([][3]float64, 0, ts.sizeSamples)
+	}
 	ts.Samples = append(trim(ts.Samples, func(x [3]float64) float64 { return x[0] }, t),
 		[3]float64{t, pipeline.Millis(b.Buffered), pipeline.Millis(b.Ready)})
 }
@@ -98,6 +110,9 @@ func (ts *turnSeries) sample(at time.Time, b pipeline.Backlog) {
 // just after the guard took it (sampled at now): the jump shows as a step.
 func (ts *turnSeries) token(at, now time.Time, before, after pipeline.Backlog) {
 	t := unixMs(at)
+	if ts.Tokens == nil && ts.sizeTokens > 0 {
+		ts.Tokens = make([]float64, 0, ts.sizeTokens)
+	}
 	ts.Tokens = append(trim(ts.Tokens, func(x float64) float64 { return x }, t), t)
 	if before != after {
 		ts.sample(now, before)

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -85,5 +86,39 @@ func BenchmarkSeriesToken(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		at := t0.Add(time.Duration(i) * 40 * time.Millisecond)
 		ts.token(at, at, pipeline.Backlog{Buffered: time.Second}, pipeline.Backlog{Buffered: 2 * time.Second})
+	}
+}
+
+// TestSeriesRoom: a turn's lists get, with their first point, the room the
+// turn before it used; a turn with no point yet still shows none (null),
+// as the first turn does.
+func TestSeriesRoom(t *testing.T) {
+	t.Parallel()
+	var s series
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	first := s.begin("t1", t0)
+	for i := range 50 {
+		at := t0.Add(time.Duration(i) * 40 * time.Millisecond)
+		first.token(at, at, pipeline.Backlog{}, pipeline.Backlog{Buffered: time.Duration(i+1) * time.Millisecond})
+	}
+	s.end("t1", t0.Add(2*time.Second))
+	second := s.begin("t2", t0.Add(2*time.Second))
+	b, err := json.Marshal(&series{Turns: []*turnSeries{second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"turns":[{"turn":"t2","open":true,"samples":null,"tokens":null,"gaps":null,"stalls":null}]}`; string(b) != want {
+		t.Errorf("a turn without points:\n got %s\nwant %s", b, want)
+	}
+	at := t0.Add(2 * time.Second)
+	second.token(at, at, pipeline.Backlog{}, pipeline.Backlog{Buffered: time.Millisecond})
+	if got, want := cap(second.Samples), len(first.Samples); got < want {
+		t.Errorf("the second turn's samples have room for %d, want the first's %d", got, want)
+	}
+	if got, want := cap(second.Tokens), len(first.Tokens); got < want {
+		t.Errorf("the second turn's tokens have room for %d, want the first's %d", got, want)
+	}
+	if len(second.Samples) != 2 || len(second.Tokens) != 1 {
+		t.Errorf("second turn: %d samples, %d tokens, want 2 and 1", len(second.Samples), len(second.Tokens))
 	}
 }
