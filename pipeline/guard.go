@@ -134,9 +134,10 @@ type Guard struct {
 	opts  GuardOptions
 	clock Clock
 
-	mu     sync.Mutex // guards turns, free, closed
+	mu     sync.Mutex // guards turns, free, room, closed
 	turns  map[string]*guardTurn
 	free   []*Playout
+	room   int // the chunks of the turn that ended last: the room a new turn's record starts with
 	closed bool
 
 	emitMu sync.Mutex // serializes OnEvent and the logger
@@ -158,6 +159,7 @@ type guardTurn struct {
 	due    time.Duration
 	armed  bool
 	ended  bool
+	room   int // the chunks the record makes room for with its first
 	spoken int // speech chunks announced (EventSpeech)
 	drains int // underruns whose start was announced
 	done   int // underruns announced complete
@@ -232,6 +234,7 @@ func (g *Guard) BeginAt(turnID, session string, start time.Time) error {
 		rec:   Turn{ID: turnID, Session: session, Start: now},
 		begin: now,
 		p:     p,
+		room:  g.room,
 	}
 	return nil
 }
@@ -279,6 +282,11 @@ func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
 	if err := t.p.Push(c); err != nil {
 		return err
 	}
+	if t.rec.Chunks == nil && t.room > 0 {
+		// a Guard's turns are much alike: one allocation for the record,
+		// not one at each doubling (it is the turn's own: it outlives it)
+		t.rec.Chunks = make([]Chunk, 0, t.room)
+	}
 	t.rec.Chunks = append(t.rec.Chunks, c)
 	g.process(t, now)
 	g.arm(t, now)
@@ -325,6 +333,7 @@ func (g *Guard) end(t *guardTurn, status Status) error {
 		delete(g.turns, t.rec.ID)
 	}
 	g.free = append(g.free, t.p)
+	g.room = len(t.rec.Chunks)
 	g.mu.Unlock()
 	t.p = nil
 	return nil

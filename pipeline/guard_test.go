@@ -575,3 +575,47 @@ func TestGuardBeginAt(t *testing.T) {
 	}
 	g.Close()
 }
+
+// TestGuardRecordRoom: a turn's record gets, with its first chunk, room
+// for as many chunks as the Guard's turn before had; one with no chunk
+// keeps none (nil), as ever; the records are the turns' own.
+func TestGuardRecordRoom(t *testing.T) {
+	t.Parallel()
+	g, clock, c := manualGuard(t, tokenConfig(t, 10*gms), 0)
+	run := func(id string, chunks int) {
+		t.Helper()
+		if err := g.Begin(id, "s"); err != nil {
+			t.Fatal(err)
+		}
+		for range chunks {
+			clock.Advance(gms)
+			if err := g.Chunk(id, pipeline.Chunk{Text: " tok", Tokens: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.End(id, pipeline.StatusOK); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("a", 100)
+	run("b", 0)
+	run("c", 100)
+	run("d", 3)
+	turns := c.kind(pipeline.EventTurn)
+	if len(turns) != 4 {
+		t.Fatalf("%d turns ended, want 4", len(turns))
+	}
+	a, b, cc, d := turns[0].Record, turns[1].Record, turns[2].Record, turns[3].Record
+	if b.Chunks != nil {
+		t.Errorf("a turn without chunks has a record of %d chunks (cap %d), want nil", len(b.Chunks), cap(b.Chunks))
+	}
+	if len(cc.Chunks) != 100 || len(d.Chunks) != 3 || len(a.Chunks) != 100 {
+		t.Fatalf("records of %d, %d, %d chunks, want 100, 100, 3", len(a.Chunks), len(cc.Chunks), len(d.Chunks))
+	}
+	if cap(d.Chunks) < 100 {
+		t.Errorf("the record after a turn of 100 chunks has room for %d", cap(d.Chunks))
+	}
+	if &a.Chunks[0] == &cc.Chunks[0] || &cc.Chunks[0] == &d.Chunks[0] {
+		t.Error("two turns share a record")
+	}
+}
