@@ -36,21 +36,22 @@ func BenchmarkParseKnownTurn(b *testing.B) {
 	}
 }
 
-// BenchmarkIngest measures one session's chunks through websocket, parser,
-// guard and metrics.
-func BenchmarkIngest(b *testing.B) {
+// ingestServer starts a monitor for the ingest benchmarks and connects a
+// session to it, whose replies are read and dropped; both close when the
+// benchmark ends.
+func ingestServer(b *testing.B) (*Server, *websocket.Conn) {
 	s, err := New(Options{Config: LoadConfig(), Rate: 1e9, Burst: 1 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ts := httptest.NewServer(s)
-	defer ts.Close()
-	defer s.Shutdown(context.Background())
+	b.Cleanup(ts.Close)
+	b.Cleanup(func() { s.Shutdown(context.Background()) })
 	c, _, err := websocket.DefaultDialer.Dial("ws"+ts.URL[4:]+"/ingest", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { c.Close() })
 	go func() {
 		for {
 			if _, _, err := c.ReadMessage(); err != nil {
@@ -58,6 +59,13 @@ func BenchmarkIngest(b *testing.B) {
 			}
 		}
 	}()
+	return s, c
+}
+
+// BenchmarkIngest measures one session's chunks through websocket, parser,
+// guard and metrics.
+func BenchmarkIngest(b *testing.B) {
+	s, c := ingestServer(b)
 	msg := []byte(`{"type":"chunk","turn":"t1","text":" tok","tokens":1}`)
 	b.ReportAllocs()
 	cpu := processCPU()
@@ -92,25 +100,7 @@ func BenchmarkIngest(b *testing.B) {
 // reads many at a time: the faster monitor can show the higher figures.)
 // cpu-ns/op is the process's CPU per message, the writer's included.
 func BenchmarkIngestBatch(b *testing.B) {
-	s, err := New(Options{Config: LoadConfig(), Rate: 1e9, Burst: 1 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	defer ts.Close()
-	defer s.Shutdown(context.Background())
-	c, _, err := websocket.DefaultDialer.Dial("ws"+ts.URL[4:]+"/ingest", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	go func() {
-		for {
-			if _, _, err := c.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
+	s, c := ingestServer(b)
 	// a client's text frame, masked (with the key 0: the payload as it is)
 	frame := func(msg string) []byte {
 		return append([]byte{0x81, 0x80 | byte(len(msg)), 0, 0, 0, 0}, msg...)
