@@ -997,7 +997,8 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	}
 	fmt.Fprintln(w, "msgs/s: sent over the streaming time (stalls and turn ends included); send-lag: p99 lateness of the senders;\n"+
 		"drain-*: from the moment a buffer drained to the arrival of its underrun_started event at an /events subscriber\n"+
-		"here (the kernel's receive stamp of its bytes, where the system gives one); fire-p99: how late the monitor's\n"+
+		"here (the kernel's receive stamp of its bytes over TCP on Linux; over Unix sockets, which Linux does not\n"+
+		"stamp, the subscriber's read, as read-p99); fire-p99: how late the monitor's\n"+
 		"drain timer fired; sent-p99: the part inside the monitor, from the drain to the event raised (about to be\n"+
 		"written to the subscribers' sockets); read-p99: from the drain to when the subscriber read the event\n"+
 		"(adds this process's own scheduling); load-CPU: this process (the clients, and in-process\n"+
