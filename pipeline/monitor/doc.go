@@ -12,9 +12,10 @@
 //
 // Feed plays a recorded trace into running monitors at its real pace,
 // sessions spread over several by Shard; Load drives a monitor (or a bare
-// echo server, the ceiling) with many synthetic sessions and measures what
-// arrives and how late the underrun events come, and WriteFloor the most
-// messages any load generator can send on this machine. The rules a
+// websocket server, EchoHandler, the ceiling) with many synthetic sessions
+// and measures what arrives and how late the underrun events come, and
+// WriteFloor the most messages any load generator can send on this machine
+// and the least send lag it can keep to a schedule. The rules a
 // Prometheus watching a fleet of monitors needs are in the prometheus
 // sub-package. The package never prints or exits.
 package monitor
