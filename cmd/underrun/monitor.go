@@ -90,7 +90,7 @@ const monitorExample = `  underrun monitor                                   # h
 type monitorCommand struct {
 	env         *env
 	engine      engineFlags
-	listen      string
+	listen      []string
 	token       string
 	origins     []string
 	record      string
@@ -126,7 +126,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	c.engine.bind(fs)
-	fs.StringVar(&c.listen, "listen", defaultMonitorListen, "`HOST:PORT` to listen on, or unix:PATH for a Unix socket; anything but loopback or a socket needs --token")
+	fs.StringArrayVar(&c.listen, "listen", []string{defaultMonitorListen}, "`HOST:PORT` to listen on, or unix:PATH for a Unix socket (repeatable: one monitor on each); anything but loopback or a socket needs --token")
 	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "bearer token every request must carry (default $UNDERRUN_MONITOR_TOKEN)")
 	fs.StringSliceVar(&c.origins, "origin", nil, "browser `ORIGIN` allowed besides the monitor's own (repeatable; * for any)")
 	fs.StringVar(&c.record, "record", "", "write everything received to `FILE` as a native trace")
@@ -253,8 +253,10 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	if c.loadModel {
 		cfg = monitor.LoadConfig()
 	}
-	if err := checkListen(c.listen, c.token); err != nil {
-		return err
+	for _, addr := range c.listen {
+		if err := checkListen(addr, c.token); err != nil {
+			return err
+		}
 	}
 	opts := monitor.Options{
 		Config: cfg, WarnTolerance: c.warn, Token: c.token, Origins: c.origins,
@@ -316,21 +318,30 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		}
 		return usageError{err}
 	}
-	ln, err := listenMonitor(c.listen)
-	if err != nil {
-		srv.Shutdown(context.Background())
-		if rec != nil {
-			rec.Close()
+	var lns []net.Listener
+	for _, addr := range c.listen {
+		ln, err := listenMonitor(addr)
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			srv.Shutdown(context.Background())
+			if rec != nil {
+				rec.Close()
+			}
+			return usagef("--listen: %w", err)
 		}
-		return usagef("--listen: %w", err)
+		lns = append(lns, ln)
 	}
-	if base := monitor.BaseURL(ln); monitor.IsUnix(base) {
-		fmt.Fprintf(c.env.stderr, "underrun monitor on %s  (over the socket: ingest ws://localhost/ingest, events ws://localhost/events, metrics http://localhost/metrics)\n", base)
-	} else {
-		addr := ln.Addr().String()
-		fmt.Fprintf(c.env.stderr, "underrun monitor on http://%s/  (ingest ws://%s/ingest, events ws://%s/events, metrics http://%s/metrics)\n", addr, addr, addr, addr)
+	for _, ln := range lns {
+		if base := monitor.BaseURL(ln); monitor.IsUnix(base) {
+			fmt.Fprintf(c.env.stderr, "underrun monitor on %s  (over the socket: ingest ws://localhost/ingest, events ws://localhost/events, metrics http://localhost/metrics)\n", base)
+		} else {
+			addr := ln.Addr().String()
+			fmt.Fprintf(c.env.stderr, "underrun monitor on http://%s/  (ingest ws://%s/ingest, events ws://%s/events, metrics http://%s/metrics)\n", addr, addr, addr, addr)
+		}
 	}
-	err = srv.Serve(ctx, ln, c.grace)
+	err = srv.Serve(ctx, monitor.Merge(lns...), c.grace)
 	if rec != nil {
 		if cerr := rec.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("--record: %w", cerr)
@@ -486,8 +497,9 @@ unix, the default): over loopback TCP the kernel does the receiving socket's
 work on the sender's CPU too, and one CPU cannot then write a message to
 each of 5,000 sockets 25 times a second, so the load generator, not the
 target, would be measured (--network tcp measures that path all the same).
-Linux stamps no bytes received on a Unix socket, so there the events are
-timed when the subscriber reads them. The load is sent by one goroutine per
+Linux stamps no bytes received on a Unix socket, so the monitor started then
+listens on loopback TCP too, for the events subscriber alone, whose events
+are timed by the kernel's receive stamps. The load is sent by one goroutine per
 CPU it may use, each keeping the schedule of its share of the sessions, each
 message framed once for all of them. --record FILE has the monitor record
 what it accepts (monitor --record), to see what recording costs. With --to
@@ -691,6 +703,7 @@ func (n loadNet) String() string {
 // it took in and its CPU, and how to stop it.
 type target struct {
 	url      string
+	watch    string // where its events subscriber connects, if not to url
 	received func() int64
 	cpu      func() time.Duration
 	peak     func() string // peak memory of a target process
@@ -707,13 +720,19 @@ func spawn(ctx context.Context, cpus []int, args ...string) (*target, error) {
 		return nil, err
 	}
 	t := &target{}
+	listens := max(1, strings.Count(" "+strings.Join(args, " ")+" ", " --listen "))
+	var urls []string
 	if err := startChild(ctx, cmd, cpus, "say where it listens", func(line string) bool {
 		if m := listenLine.FindStringSubmatch(line); m != nil {
-			t.url = m[1]
+			urls = append(urls, m[1])
 		}
-		return t.url != ""
+		return len(urls) == listens
 	}); err != nil {
 		return nil, err
+	}
+	t.url = urls[0]
+	if len(urls) > 1 {
+		t.watch = urls[1]
 	}
 	t.cpu = func() time.Duration { return processCPUOf(cmd.Process.Pid) }
 	t.peak = func() string { return peakMemoryOf(cmd.Process.Pid) }
@@ -932,6 +951,11 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 		o.Received = t.received
 		if !here {
 			o.Watch = spawnWatch
+			if t.watch != "" {
+				o.Watch = func(ctx context.Context, _, token string) (func() (monitor.DrainReport, error), error) {
+					return spawnWatch(ctx, t.watch, token)
+				}
+			}
 		}
 		if !echo && o.Received == nil {
 			o.Received = func() int64 {
@@ -954,6 +978,9 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 			return err
 		}
 		row(name, r)
+		if t.watch != "" {
+			fmt.Fprintf(w, "  its events subscriber connected to %s, over loopback TCP (the kernel stamps the events' bytes)\n", t.watch)
+		}
 		if peak != "" {
 			fmt.Fprintf(w, "  %s process peak memory: %s\n", name, peak)
 		}
@@ -982,6 +1009,11 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 			default:
 				args := []string{"monitor", "--listen", ln.listen(name), "--events", "", "--warn-tolerance", "0", "--load-model",
 					"--queue", queue, "--max-sessions", strconv.Itoa(opts.Sessions + 10)}
+				if ln.unix {
+					// the events subscriber over loopback TCP, whose
+					// bytes the kernel stamps as they arrive
+					args = append(args, "--listen", "127.0.0.1:0")
+				}
 				if lf.record != "" {
 					args = append(args, "--record", lf.record)
 				}
@@ -997,8 +1029,8 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	}
 	fmt.Fprintln(w, "msgs/s: sent over the streaming time (stalls and turn ends included); send-lag: p99 lateness of the senders;\n"+
 		"drain-*: from the moment a buffer drained to the arrival of its underrun_started event at an /events subscriber\n"+
-		"here (the kernel's receive stamp of its bytes over TCP on Linux; over Unix sockets, which Linux does not\n"+
-		"stamp, the subscriber's read, as read-p99); fire-p99: how late the monitor's\n"+
+		"here (the kernel's receive stamp of its bytes over TCP on Linux, so a monitor the load reaches over Unix\n"+
+		"sockets listens on loopback TCP for the subscriber too; else the subscriber's read); fire-p99: how late the monitor's\n"+
 		"drain timer fired; sent-p99: the part inside the monitor, from the drain to the event raised (about to be\n"+
 		"written to the subscribers' sockets); read-p99: from the drain to when the subscriber read the event\n"+
 		"(adds this process's own scheduling); load-CPU: this process (the clients, and in-process\n"+

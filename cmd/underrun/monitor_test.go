@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/monitor"
 )
 
 // TestMain lets a test start this test binary as the underrun command
@@ -225,6 +228,9 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
+	if !regexp.MustCompile(`its events subscriber connected to http://127\.0\.0\.1:\d+, over loopback TCP`).MatchString(out) {
+		t.Errorf("the events subscriber did not connect over TCP:\n%s", out)
+	}
 	if !strings.Contains(out, "each target in its own process") {
 		t.Errorf("not run in processes of their own:\n%s", out)
 	}
@@ -272,5 +278,34 @@ func TestMonitorListenUnixKeepsFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep me" {
 		t.Errorf("the file now holds %q", b)
+	}
+}
+
+// TestMonitorListensOnTwo: a monitor given two --listen addresses serves
+// the same sessions on both: a trace fed over the Unix socket is counted
+// on the /metrics of the TCP address, and the socket goes when it stops.
+func TestMonitorListensOnTwo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "m.sock")
+	srv := startServer(t, "monitor", "--listen", "unix:"+sock, "--listen", "127.0.0.1:0", "--events", "")
+	if !strings.Contains(srv.stderr.String(), "underrun monitor on unix:"+sock) {
+		t.Fatalf("the monitor does not say it listens on the socket:\n%s", srv.stderr.String())
+	}
+	orig := filepath.Join(dir, "t.jsonl")
+	writeTrace(t, orig, &pipeline.Turn{ID: "t1", Session: "desk", Status: pipeline.StatusOK,
+		Chunks: []pipeline.Chunk{{At: 5 * time.Millisecond, Text: "Hello", Tokens: 1}, {At: 10 * time.Millisecond, Text: " there.", Tokens: 1}}})
+	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", "unix:"+sock); code != exitOK {
+		t.Fatalf("feed over the socket: exit %d, %s%s", code, out, errOut)
+	}
+	n, err := monitor.ScrapeReceived(context.Background(), srv.url, "")
+	if err != nil || n != 4 {
+		t.Errorf("the TCP address's /metrics counts %d messages (%v), want the 4 fed over the socket", n, err)
+	}
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("monitor exit %d: %s", code, srv.stderr.String())
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket is still there after the monitor stopped: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -95,3 +96,82 @@ func httpClient(base string) *http.Client {
 	}
 	return &http.Client{Transport: &http.Transport{DialContext: netDial(base)}, Timeout: 30 * time.Second}
 }
+
+// Merge is one listener that accepts on every one of lns (a monitor on a
+// Unix socket and on loopback TCP at once); its address is the first's,
+// and closing it closes them all. A listener that fails to accept ends
+// the merged one (and closes the others) with its error.
+func Merge(lns ...net.Listener) net.Listener {
+	if len(lns) == 1 {
+		return lns[0]
+	}
+	m := &merged{lns: lns, conns: make(chan net.Conn), done: make(chan struct{})}
+	for _, ln := range lns {
+		go m.accept(ln)
+	}
+	return m
+}
+
+type merged struct {
+	lns   []net.Listener
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	err   error
+}
+
+func (m *merged) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			m.fail(err)
+			return
+		}
+		select {
+		case m.conns <- c:
+		case <-m.done:
+			c.Close()
+			return
+		}
+	}
+}
+
+// fail ends the merged listener with err (the first error wins).
+func (m *merged) fail(err error) {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	m.mu.Unlock()
+	m.Close()
+}
+
+func (m *merged) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.conns:
+		return c, nil
+	case <-m.done:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.err == nil {
+			return nil, net.ErrClosed
+		}
+		return nil, m.err
+	}
+}
+
+func (m *merged) Close() error {
+	var err error
+	m.once.Do(func() {
+		close(m.done)
+		for _, ln := range m.lns {
+			if cerr := ln.Close(); err == nil {
+				err = cerr
+			}
+		}
+	})
+	return err
+}
+
+func (m *merged) Addr() net.Addr { return m.lns[0].Addr() }

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +98,47 @@ func TestUnixEndpoints(t *testing.T) {
 	}
 	if _, err := IngestURL("unix:", "s"); err == nil {
 		t.Error("unix: with no path accepted")
+	}
+}
+
+// TestMerge: a merged listener accepts on each of its listeners, and
+// closing it closes them all.
+func TestMerge(t *testing.T) {
+	t.Parallel()
+	tcp, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix, err := Listen(UnixPrefix + filepath.Join(t.TempDir(), "m.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Merge(unix, tcp)
+	if m.Addr() != unix.Addr() {
+		t.Errorf("address %v, want the first listener's %v", m.Addr(), unix.Addr())
+	}
+	for _, a := range []struct{ network, addr string }{{"tcp", tcp.Addr().String()}, {"unix", unix.Addr().String()}} {
+		c, err := net.Dial(a.network, a.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got, err := m.Accept()
+		if err != nil {
+			t.Fatalf("accept over %s: %v", a.network, err)
+		}
+		if got.LocalAddr().Network() != a.network {
+			t.Errorf("accepted a %s connection, want %s", got.LocalAddr().Network(), a.network)
+		}
+		got.Close()
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if _, err := m.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("accept after close: %v, want net.ErrClosed", err)
+	}
+	if _, err := net.Dial("tcp", tcp.Addr().String()); err == nil {
+		t.Error("the TCP listener still accepts after the merged one closed")
 	}
 }
