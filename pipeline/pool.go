@@ -183,16 +183,7 @@ func summaryWithout(without []float64, sources ...sortedSource) Summary {
 	var ss float64
 	walk(func(_ int, x float64) { ss += (x - mean) * (x - mean) })
 	pct := func(q float64) float64 {
-		h := float64(n-1) * q / 100
-		lo := int(math.Floor(h))
-		if lo >= n-1 {
-			return value[n-1]
-		}
-		if lo < 0 {
-			return value[0]
-		}
-		frac := h - float64(lo)
-		return value[lo] + frac*(value[lo+1]-value[lo])
+		return percentileOf(n, q, func(k int) float64 { return value[k] })
 	}
 	return Summary{
 		Count: n, Mean: mean, Median: pct(50), Std: math.Sqrt(ss / float64(n)),

@@ -62,20 +62,25 @@ func (s *Sample) Percentile(p float64) float64 {
 // Percentile returns the p-th percentile of ascending values by numpy's
 // linear method; NaN when values is empty.
 func Percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
+	if len(sorted) == 0 {
 		return math.NaN()
 	}
+	return percentileOf(len(sorted), p, func(k int) float64 { return sorted[k] })
+}
+
+// percentileOf is Percentile of n ascending values, value k at(k) (n > 0):
+// it reads at most two of them.
+func percentileOf(n int, p float64, at func(k int) float64) float64 {
 	h := float64(n-1) * p / 100
 	lo := int(math.Floor(h))
 	if lo >= n-1 {
-		return sorted[n-1]
+		return at(n - 1)
 	}
 	if lo < 0 {
-		return sorted[0]
+		return at(0)
 	}
 	frac := h - float64(lo)
-	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
+	return at(lo) + frac*(at(lo+1)-at(lo))
 }
 
 // Summary computes the summary. An empty sample gives a zero Summary.

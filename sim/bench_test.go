@@ -51,31 +51,19 @@ func BenchmarkRooflineTurn(b *testing.B) {
 // reports turns/s and s/1M-turns of wall time, and the CPU time a turn
 // takes (cpu-µs/turn: 1 M turns in 5 s on 2 cores needs under 10).
 func BenchmarkMonteCarlo(b *testing.B) {
-	g := benchGenerator(b)
-	cfg := pipeline.DefaultConfig()
-	const turns = 20000
 	b.ReportAllocs()
-	cpu, measured := processCPU()
-	for b.Loop() {
-		if _, err := Run(context.Background(), g, cfg, Options{Turns: turns, Seed: 1}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	after, _ := processCPU()
-	n := float64(turns * b.N)
-	b.ReportMetric(n/b.Elapsed().Seconds(), "turns/s")
-	b.ReportMetric(b.Elapsed().Seconds()/n*1e6, "s/1M-turns")
-	if measured {
-		b.ReportMetric((after-cpu).Seconds()/n*1e6, "cpu-µs/turn")
-	}
+	benchMonteCarlo(b, 20000)
 }
 
 // BenchmarkMonteCarloMillion runs the 1 M 200-token turns the issue asks
 // for in under 5 s on 2 cores, once per op (-benchtime 1x).
-func BenchmarkMonteCarloMillion(b *testing.B) {
+func BenchmarkMonteCarloMillion(b *testing.B) { benchMonteCarlo(b, 1_000_000) }
+
+// benchMonteCarlo runs turns generated turns per op and reports the
+// rates BenchmarkMonteCarlo describes.
+func benchMonteCarlo(b *testing.B, turns int) {
 	g := benchGenerator(b)
 	cfg := pipeline.DefaultConfig()
-	const turns = 1_000_000
 	cpu, measured := processCPU()
 	for b.Loop() {
 		if _, err := Run(context.Background(), g, cfg, Options{Turns: turns, Seed: 1}); err != nil {

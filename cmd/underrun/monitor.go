@@ -720,7 +720,13 @@ func spawn(ctx context.Context, cpus []int, args ...string) (*target, error) {
 		return nil, err
 	}
 	t := &target{}
-	listens := max(1, strings.Count(" "+strings.Join(args, " ")+" ", " --listen "))
+	listens := 0 // the lines to wait for: one per --listen
+	for _, a := range args {
+		if a == "--listen" {
+			listens++
+		}
+	}
+	listens = max(listens, 1)
 	var urls []string
 	if err := startChild(ctx, cmd, cpus, "say where it listens", func(line string) bool {
 		if m := listenLine.FindStringSubmatch(line); m != nil {

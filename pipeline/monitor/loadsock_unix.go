@@ -82,9 +82,9 @@ func (s *loadSocket) call(f func(fd int) (int, error)) (int, error) {
 	}
 }
 
-// wait sleeps for d, or until deadline (unix nanoseconds, 0 none), and
+// pollWait sleeps for d, or until deadline (unix nanoseconds, 0 none), and
 // says whether the deadline has passed.
-func wait(d time.Duration, deadline int64) bool {
+func pollWait(d time.Duration, deadline int64) bool {
 	now := time.Now().UnixNano()
 	if deadline != 0 && now >= deadline {
 		return true
@@ -101,7 +101,7 @@ func (s *loadSocket) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	if s.paced.Load() && !s.last.IsZero() {
-		if d := loadReadEvery - time.Since(s.last); d > 0 && wait(d, s.readDeadline.Load()) {
+		if d := loadReadEvery - time.Since(s.last); d > 0 && pollWait(d, s.readDeadline.Load()) {
 			return 0, os.ErrDeadlineExceeded
 		}
 	}
@@ -120,7 +120,7 @@ func (s *loadSocket) Read(p []byte) (int, error) {
 		if s.paced.Load() {
 			poll = loadReadEvery
 		}
-		if wait(poll, s.readDeadline.Load()) {
+		if pollWait(poll, s.readDeadline.Load()) {
 			return 0, os.ErrDeadlineExceeded
 		}
 	}
@@ -137,7 +137,7 @@ func (s *loadSocket) Write(p []byte) (int, error) {
 		case err == nil:
 		case err != syscall.EAGAIN:
 			return written, s.opError("write", err)
-		case wait(time.Millisecond, s.writeDeadline.Load()):
+		case pollWait(time.Millisecond, s.writeDeadline.Load()):
 			return written, os.ErrDeadlineExceeded
 		}
 	}
