@@ -145,6 +145,7 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor", "feed", "/nonexistent.jsonl", "--to", "http://127.0.0.1:1"}, "no such file"},
 		{[]string{"monitor", "load", "--sessions", "0"}, "must be positive"},
 		{[]string{"monitor", "load", "--network", "udp"}, `--network "udp": want unix or tcp`},
+		{[]string{"monitor", "load", "--priority", "high"}, `--priority "high": want auto, realtime or normal`},
 	}
 	for _, tc := range tests {
 		code, _, errOut := runCLI(t, "", tc.args...)
@@ -239,10 +240,18 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 		t.Errorf("no write floor:\n%s", out)
 	}
 	// on Linux with two CPUs or more, the targets ran on CPUs of their own
-	// (startOn checks each child's) and the load on the others, and this
-	// process got its CPUs back
-	if _, _, ok := cpuSplit(); ok && !strings.Contains(out, "CPUs: each target on [") {
-		t.Errorf("the targets did not get CPUs of their own:\n%s", out)
+	// (startOn checks each child's) and the load on the others, a sender
+	// per CPU at real-time priority where this process may ask for it,
+	// and this process got its CPUs back
+	if _, lc, ok := cpuSplit(); ok {
+		if !strings.Contains(out, "CPUs: each target on [") {
+			t.Errorf("the targets did not get CPUs of their own:\n%s", out)
+		}
+		senders := regexp.MustCompile(`\n  load: ` + plural(len(lc), "sender") +
+			` at (real-time \(SCHED_FIFO 1\)|nice -20 \(real-time refused: [^)]+\)|normal \(real-time refused: [^)]+\)) priority, paced within 0\.20ms\n`)
+		if got := senders.FindAllString(out, -1); len(got) != 2 {
+			t.Errorf("the echo and monitor runs do not both say their senders ran at real-time priority (or why not):\n%s", out)
+		}
 	}
 	if got := allowedCPUs(os.Getpid()); !slices.Equal(got, cpus) || runtime.GOMAXPROCS(0) != procs {
 		t.Errorf("after the load this process runs on CPUs %v with GOMAXPROCS %d, want %v and %d", got, runtime.GOMAXPROCS(0), cpus, procs)

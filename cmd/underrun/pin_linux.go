@@ -57,24 +57,7 @@ func pinSelf(cpus []int) (restore func(), err error) {
 	procs := runtime.GOMAXPROCS(len(cpus))
 	setAll := func(cpus []int) error {
 		set := cpuSet(cpus)
-		// twice: a thread started during the first pass by a thread not
-		// yet pinned is caught by the second
-		for range 2 {
-			tasks, err := os.ReadDir("/proc/self/task")
-			if err != nil {
-				return err
-			}
-			for _, t := range tasks {
-				tid, err := strconv.Atoi(t.Name())
-				if err != nil {
-					continue
-				}
-				if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
-					return err
-				}
-			}
-		}
-		return nil
+		return eachThread(func(tid int) error { return unix.SchedSetaffinity(tid, set) })
 	}
 	restore = func() {
 		setAll(before)
@@ -85,6 +68,35 @@ func pinSelf(cpus []int) (restore func(), err error) {
 		return nil, err
 	}
 	return restore, nil
+}
+
+// eachThread calls set for every thread of this process, twice: a thread
+// started during the first pass by a thread not yet set is caught by the
+// second (a new thread inherits its creator's CPUs and nice value). A
+// thread gone meanwhile is no error.
+func eachThread(set func(tid int) error) error {
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := set(tid); err != nil && err != unix.ESRCH {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// niceSelf sets the nice value of every thread of this process, and of
+// the threads they start (Linux keeps one per thread).
+func niceSelf(nice int) error {
+	return eachThread(func(tid int) error { return unix.Setpriority(unix.PRIO_PROCESS, tid, nice) })
 }
 
 // startOn starts cmd on cpus (none: anywhere). The child inherits the CPUs

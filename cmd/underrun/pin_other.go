@@ -2,7 +2,10 @@
 
 package main
 
-import "os/exec"
+import (
+	"errors"
+	"os/exec"
+)
 
 // cpuSplit is not supported here: targets and load share the CPUs.
 func cpuSplit() (target, load []int, ok bool) { return nil, nil, false }
@@ -12,3 +15,6 @@ func pinSelf([]int) (func(), error) { return func() {}, nil }
 func startOn(cmd *exec.Cmd, _ []int) error { return cmd.Start() }
 
 func allowedCPUs(int) []int { return nil }
+
+// niceSelf: monitor load sets its subscriber's nice value on Linux alone.
+func niceSelf(int) error { return errors.ErrUnsupported }

@@ -97,7 +97,32 @@ type LoadOptions struct {
 	// turns (and stalls) are spread over the turn cycle, as in a fleet of
 	// independent conversations.
 	Aligned bool
+	// Senders is how many goroutines send the load, each keeping the
+	// schedule of its share of the sessions (0: GOMAXPROCS; with Realtime
+	// at most GOMAXPROCS-1).
+	Senders int
+	// Realtime gives each sender an OS thread of its own at real-time
+	// priority (SCHED_FIFO, Linux, where the process may ask for it: root
+	// or CAP_SYS_NICE; else nice -20, else as it was) and paces it within
+	// paceQuantum instead of the runtime timers' millisecond. It is for a
+	// load on CPUs of its own: at ordinary priority, any thread that
+	// wakes on those CPUs (another process, a kernel thread) takes its
+	// scheduler slice while every message due meanwhile waits (slices of
+	// 4-13 ms were seen here, held by the machine's own agents). It takes
+	// effect when the process has a P to spare besides the senders
+	// (GOMAXPROCS above Senders), on which the rest of it runs: a
+	// precisely paced sender keeps its P while it waits.
+	Realtime bool
 }
+
+// PriorityNormal is LoadResult.Priority for senders left at the
+// priority of any thread.
+const PriorityNormal = "normal"
+
+// RealtimePriority is the SCHED_FIFO priority of a Realtime sender's
+// thread (Linux): the lowest, above every ordinary thread and below the
+// kernel's interrupt and migration threads.
+const RealtimePriority = 1
 
 // LoadResult is what a Load run measured.
 type LoadResult struct {
@@ -108,6 +133,13 @@ type LoadResult struct {
 	Sent, Received, Lost int64
 	// Turns is how many turns were started.
 	Turns int64
+	// Senders is how many goroutines sent the load; Priority what their
+	// threads ran at (PriorityNormal, or what LoadOptions.Realtime got);
+	// Paced how closely they kept the schedule when nothing held them up
+	// (the runtime timers' millisecond, or paceQuantum).
+	Senders  int
+	Priority string
+	Paced    time.Duration
 	// Elapsed is the streaming time; Rate is Sent / Elapsed.
 	Elapsed time.Duration
 	Rate    float64
@@ -267,10 +299,9 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 		tcpu0 = opts.TargetCPU()
 	}
 	start := time.Now().Add(50 * time.Millisecond)
-	var lags lagHistogram
-	var sendErr error
-	res.Sent, res.Turns, lags, sendErr = stream(ctx, start, opts, conns)
+	st, sendErr := stream(ctx, start, opts, conns)
 	res.Elapsed = time.Since(start)
+	res.Sent, res.Turns, res.Senders, res.Priority, res.Paced = st.sent, st.turns, st.senders, st.priority, st.paced
 
 	// wait for the target to take in what was sent (an echo server says
 	// how much it read as each session closes)
@@ -306,7 +337,7 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	res.Rate = float64(res.Sent) / res.Elapsed.Seconds()
 	res.Cores = res.CPU.Seconds() / res.Elapsed.Seconds()
 	res.TargetCores = res.TargetCPU.Seconds() / res.Elapsed.Seconds()
-	res.SendLagP99 = lags.quantile(0.99)
+	res.SendLagP99 = st.lags.quantile(0.99)
 	for _, c := range conns {
 		res.Refused += c.errors.Load()
 	}
@@ -328,17 +359,56 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	return res, nil
 }
 
+// senderCount is how many senders opts asks for with procs Ps: Senders,
+// or one per P.
+func senderCount(opts LoadOptions, procs int) int {
+	if opts.Senders > 0 {
+		return opts.Senders
+	}
+	return max(1, procs)
+}
+
+// planSenders says how many senders stream runs with procs Ps, and
+// whether each has a thread and a P of its own (opts.Realtime, and a P
+// left for the rest of the process: at most procs-1 senders then).
+func planSenders(opts LoadOptions, procs int) (senders int, dedicated bool) {
+	senders = senderCount(opts, procs)
+	if opts.Realtime && procs > 1 {
+		return min(senders, procs-1), true
+	}
+	return senders, false
+}
+
+// streamed is what stream did: the messages sent, the turns started,
+// the send lags, and how the senders ran.
+type streamed struct {
+	sent, turns int64
+	lags        lagHistogram
+	senders     int
+	priority    string
+	paced       time.Duration
+}
+
 // stream sends opts' schedule over conns from start until opts.Duration
-// has passed: one sender per CPU the process may use, each with a
-// schedule of many sessions (a goroutine per session, or per message,
-// would make the load generator's own scheduling the bottleneck). It
-// returns the messages sent, the turns started and the send lags; the
-// first sender's error cancels the others.
-func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loadConn) (sent, turns int64, lags lagHistogram, err error) {
+// has passed: opts.Senders senders (one per CPU the process may use by
+// default), each with a schedule of many sessions (a goroutine per
+// session, or per message, would make the load generator's own
+// scheduling the bottleneck). The first sender's error cancels the
+// others.
+func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loadConn) (streamed, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	interval := time.Duration(float64(time.Second) / opts.Rate)
-	workers := min(len(conns), max(1, runtime.GOMAXPROCS(0)))
+	senders, dedicated := planSenders(opts, runtime.GOMAXPROCS(0))
+	st := streamed{priority: PriorityNormal, paced: time.Millisecond}
+	switch {
+	case opts.Realtime && !dedicated:
+		st.priority += " (real-time wants a P to spare besides the senders: GOMAXPROCS is 1)"
+	case dedicated && precisePacing:
+		st.paced = paceQuantum
+	}
+	workers := min(len(conns), senders)
+	st.senders = workers
 	plans := make([]sendPlan, workers)
 	for i, c := range conns {
 		// spread the sessions over one interval
@@ -351,6 +421,7 @@ func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loa
 	}
 	sched := loadSchedule{opts: opts, interval: int64(interval), stop: int64(opts.Duration)}
 	lagAll := make([]lagHistogram, workers)
+	priorities := make([]string, workers)
 	var nsent, nturns atomic.Int64
 	var sendErr atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -358,7 +429,10 @@ func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loa
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			if err := sendLoad(ctx, start, plans[w], sched, &lagAll[w], &nsent, &nturns); err != nil {
+			if dedicated {
+				priorities[w] = lockSender(true)
+			}
+			if err := sendLoad(ctx, start, plans[w], sched, dedicated, &lagAll[w], &nsent, &nturns); err != nil {
 				sendErr.CompareAndSwap(nil, &err)
 				cancel()
 			}
@@ -366,12 +440,17 @@ func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loa
 	}
 	wg.Wait()
 	for i := range lagAll {
-		lags.merge(&lagAll[i])
+		st.lags.merge(&lagAll[i])
 	}
+	if dedicated {
+		st.priority = priorities[0]
+	}
+	st.sent, st.turns = nsent.Load(), nturns.Load()
+	var err error
 	if p := sendErr.Load(); p != nil {
 		err = *p
 	}
-	return nsent.Load(), nturns.Load(), lags, err
+	return st, err
 }
 
 // machineCPU returns the CPU time, in seconds, that the machine's CPUs
@@ -741,13 +820,14 @@ var loadChunk = pipeline.Chunk{Text: " tok", Tokens: 1}
 
 // sendLoad sends the messages of plan's sessions, each when it is due
 // (start + next), until every session is done or ctx ends, and counts how
-// late each went out. It sleeps only when nothing is due; the write
-// deadline of a connection is moved at most once a second. Every session
+// late each went out. It sleeps only when nothing is due (pace; precise:
+// on a thread and P of its own); the write deadline of a connection is
+// moved at most once a second. Every session
 // sends the same messages (turn ids t0, t1, ... and the same chunk), so each
 // is framed once, as a websocket.PreparedMessage, and written as it is to
 // every connection: no copy into the connection's buffer, no masking per
 // write, nothing allocated per message.
-func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedule, lags *lagHistogram, sent, turns *atomic.Int64) error {
+func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedule, precise bool, lags *lagHistogram, sent, turns *atomic.Int64) error {
 	heap.Init(&plan)
 	var msgs preparedMessages
 	var n int64
@@ -761,7 +841,7 @@ func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedu
 			if ctx.Err() != nil {
 				return nil
 			}
-			time.Sleep(time.Duration(d))
+			pace(time.Duration(d), precise)
 			continue
 		}
 		lags.add(now - ls.next)
@@ -784,6 +864,32 @@ func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedu
 		}
 	}
 	return nil
+}
+
+// paceQuantum is the shortest wait of a precisely paced sender: a
+// message due sooner waits for those due within the quantum, so that the
+// sender sleeps at most 1/paceQuantum times a second (each sleep is a
+// system call and a context switch; one per message would cost more than
+// the message).
+const paceQuantum = 200 * time.Microsecond
+
+// paceCoarse is the longest wait a precisely paced sender sleeps through
+// on its thread; a longer one parks the goroutine (so that the garbage
+// collector need not wait for it) until paceCoarse is left.
+const paceCoarse = 2 * time.Millisecond
+
+// pace waits for d: through the runtime's timers (time.Sleep, which
+// wakes at the millisecond at best) or, precise, on the sender's own
+// thread within paceQuantum (waitPrecise).
+func pace(d time.Duration, precise bool) {
+	switch {
+	case !precise:
+		time.Sleep(d)
+	case d > paceCoarse:
+		time.Sleep(d - paceCoarse)
+	default:
+		waitPrecise(max(d, paceQuantum))
+	}
 }
 
 // send writes the message of turn and part (preparedMessages.get) at now
@@ -972,7 +1078,7 @@ func WriteFloor(ctx context.Context, addr string, opts LoadOptions, d time.Durat
 		}
 		cs = append(cs, &loadConn{raw: c})
 	}
-	workers := min(len(cs), max(1, runtime.GOMAXPROCS(0)))
+	workers := min(len(cs), senderCount(opts, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
 	var total atomic.Int64
 	var werr atomic.Pointer[error]
@@ -1003,10 +1109,10 @@ func WriteFloor(ctx context.Context, addr string, opts LoadOptions, d time.Durat
 	}
 	f.Rate = float64(total.Load()) / time.Since(start).Seconds()
 	opts.Duration = min(opts.Duration, 3*time.Second)
-	_, _, lags, err := stream(ctx, time.Now().Add(10*time.Millisecond), opts, cs)
+	st, err := stream(ctx, time.Now().Add(10*time.Millisecond), opts, cs)
 	if err != nil {
 		return f, fmt.Errorf("write floor: %w", err)
 	}
-	f.LagP99, f.LagMax = lags.quantile(0.99), time.Duration(lags.maxNanos)
+	f.LagP99, f.LagMax = st.lags.quantile(0.99), time.Duration(st.lags.maxNanos)
 	return f, ctx.Err()
 }

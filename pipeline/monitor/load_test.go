@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -172,7 +174,7 @@ func BenchmarkLoadSend(b *testing.B) {
 				var lags lagHistogram
 				var sent, turns atomic.Int64
 				b.ResetTimer()
-				if err := sendLoad(context.Background(), time.Now().Add(-time.Hour), plan, sc, &lags, &sent, &turns); err != nil {
+				if err := sendLoad(context.Background(), time.Now().Add(-time.Hour), plan, sc, false, &lags, &sent, &turns); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
@@ -269,5 +271,82 @@ func TestEchoCountsAtClose(t *testing.T) {
 	<-lc.done // the server's close ends the reader (the test's deadline, if it never comes)
 	if got := lc.echoed.Load(); got != n {
 		t.Errorf("the echo server said it read %d messages, want %d", got, n)
+	}
+}
+
+func TestPlanSenders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		senders, procs int
+		realtime       bool
+		want           int
+		dedicated      bool
+	}{
+		{0, 4, false, 4, false},
+		{0, 4, true, 3, true}, // a P left for the rest of the process
+		{1, 2, true, 1, true},
+		{2, 2, true, 1, true},
+		{3, 8, true, 3, true},
+		{0, 1, true, 1, false}, // no P to spare: paced as any goroutine
+		{2, 1, false, 2, false},
+	}
+	for _, tc := range tests {
+		got, dedicated := planSenders(LoadOptions{Senders: tc.senders, Realtime: tc.realtime}, tc.procs)
+		if got != tc.want || dedicated != tc.dedicated {
+			t.Errorf("Senders %d, GOMAXPROCS %d, Realtime %v: %d senders, dedicated %v; want %d, %v",
+				tc.senders, tc.procs, tc.realtime, got, dedicated, tc.want, tc.dedicated)
+		}
+	}
+}
+
+// TestLoadRealtimeSenders drives an echo server with real-time senders
+// and checks what the run says of them against what the threads were:
+// a SCHED_FIFO thread is seen during the run exactly when the result
+// says real-time, and none is left once Load returns (the priority dies
+// with the sender's thread). Nothing is lost.
+func TestLoadRealtimeSenders(t *testing.T) {
+	t.Parallel()
+	ln, err := Listen(UnixPrefix + filepath.Join(t.TempDir(), "echo.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: EchoHandler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	watch, stop := context.WithCancel(context.Background())
+	seen := make(chan bool, 1)
+	go func() {
+		saw := false
+		for watch.Err() == nil {
+			saw = saw || len(fifoThreads(t)) > 0
+			time.Sleep(5 * time.Millisecond)
+		}
+		seen <- saw
+	}()
+	res, err := Load(context.Background(), LoadOptions{URL: BaseURL(ln), Echo: true, Sessions: 20, Rate: 50,
+		Duration: 300 * time.Millisecond, TurnChunks: 6, StallAfter: 2, Stall: 20 * time.Millisecond, Realtime: true})
+	stop()
+	sawFIFO := <-seen
+	if err != nil || res.Sent == 0 || res.Lost != 0 {
+		t.Fatalf("Load = sent %d, lost %d, %v; want messages and none lost", res.Sent, res.Lost, err)
+	}
+	realtime := strings.HasPrefix(res.Priority, "real-time (SCHED_FIFO")
+	if !regexp.MustCompile(`^(real-time \(SCHED_FIFO 1\)|nice -20 \(real-time refused: .+\)|normal \(.+\))$`).MatchString(res.Priority) {
+		t.Errorf("Priority %q", res.Priority)
+	}
+	if runtime.GOOS == "linux" && sawFIFO != realtime {
+		t.Errorf("Priority %q, yet a SCHED_FIFO thread was seen during the run: %v", res.Priority, sawFIFO)
+	}
+	if left := fifoThreads(t); len(left) > 0 {
+		t.Errorf("threads %v still run at real-time priority after the load", left)
+	}
+	if procs := runtime.GOMAXPROCS(0); procs > 1 {
+		want := time.Millisecond
+		if precisePacing {
+			want = paceQuantum
+		}
+		if res.Senders != 1 || res.Paced != want {
+			t.Errorf("GOMAXPROCS %d: %d senders paced within %v, want 1 (a P left for the rest) within %v", procs, res.Senders, res.Paced, want)
+		}
 	}
 }

@@ -1,0 +1,67 @@
+package monitor
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// schedFlagResetOnFork is sched_setattr's SCHED_FLAG_RESET_ON_FORK: a
+// process started from the thread does not inherit its priority.
+const schedFlagResetOnFork = 0x01
+
+// lockSender puts the calling goroutine on an OS thread of its own for
+// the rest of its life (the thread ends with it, so no other goroutine
+// ever runs at the priority it was given) and, when realtime is set,
+// raises that thread to real-time priority: SCHED_FIFO where the system
+// allows it, else nice -20, else as it was. It says what the thread got.
+func lockSender(realtime bool) string {
+	runtime.LockOSThread()
+	if !realtime {
+		return PriorityNormal
+	}
+	attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority, Flags: schedFlagResetOnFork}
+	err := unix.SchedSetAttr(0, &attr, 0)
+	if err == nil {
+		return fmt.Sprintf("real-time (SCHED_FIFO %d)", RealtimePriority)
+	}
+	// PRIO_PROCESS with id 0 is the calling thread on Linux
+	if unix.Setpriority(unix.PRIO_PROCESS, 0, -20) == nil {
+		return fmt.Sprintf("nice -20 (real-time refused: %v)", err)
+	}
+	return fmt.Sprintf("%s (real-time refused: %v)", PriorityNormal, err)
+}
+
+// waitPrecise sleeps for d on the calling thread without giving up its
+// P: the runtime's timers wake a sleeper at the millisecond at best
+// (its network poller waits in whole milliseconds), which would make
+// every message due in the meantime up to a millisecond late. Only for a
+// sender whose goroutine has a thread and a P to spare (stream sees to
+// it), and only for short waits: the garbage collector waits for it.
+func waitPrecise(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	// relative to now; an interruption (EINTR) ends the wait early, and
+	// the sender looks at the time again
+	unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+}
+
+// precisePacing says whether waitPrecise waits precisely here.
+const precisePacing = true
+
+// growReceiveBuffer asks for a receive buffer of n bytes on c where the
+// process may go past the system's limit (SO_RCVBUFFORCE: root or
+// CAP_NET_ADMIN); elsewhere it leaves c to the kernel's autotuning, which
+// a smaller fixed buffer would turn off.
+func growReceiveBuffer(c *net.TCPConn, n int) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	raw.Control(func(fd uintptr) {
+		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+	})
+}

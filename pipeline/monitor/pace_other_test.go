@@ -1,0 +1,8 @@
+//go:build !linux
+
+package monitor
+
+import "testing"
+
+// fifoThreads: real-time priority is asked for on Linux alone.
+func fifoThreads(*testing.T) []int { return nil }
