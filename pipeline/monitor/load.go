@@ -430,7 +430,9 @@ func stream(ctx context.Context, start time.Time, opts LoadOptions, conns []*loa
 		go func(w int) {
 			defer wg.Done()
 			if dedicated {
-				priorities[w] = lockSender(true)
+				var release func()
+				priorities[w], release = lockSender()
+				defer release()
 			}
 			if err := sendLoad(ctx, start, plans[w], sched, dedicated, &lagAll[w], &nsent, &nturns); err != nil {
 				sendErr.CompareAndSwap(nil, &err)

@@ -302,8 +302,7 @@ func TestPlanSenders(t *testing.T) {
 // TestLoadRealtimeSenders drives an echo server with real-time senders
 // and checks what the run says of them against what the threads were:
 // a SCHED_FIFO thread is seen during the run exactly when the result
-// says real-time, and none is left once Load returns (the priority dies
-// with the sender's thread). Nothing is lost.
+// says real-time, and none is left once Load returns. Nothing is lost.
 func TestLoadRealtimeSenders(t *testing.T) {
 	t.Parallel()
 	ln, err := Listen(UnixPrefix + filepath.Join(t.TempDir(), "echo.sock"))
@@ -337,6 +336,8 @@ func TestLoadRealtimeSenders(t *testing.T) {
 	if runtime.GOOS == "linux" && sawFIFO != realtime {
 		t.Errorf("Priority %q, yet a SCHED_FIFO thread was seen during the run: %v", res.Priority, sawFIFO)
 	}
+	// each sender put its thread back as it ended (and Go ends that
+	// thread, or keeps it idle if it was the process's first)
 	if left := fifoThreads(t); len(left) > 0 {
 		t.Errorf("threads %v still run at real-time priority after the load", left)
 	}

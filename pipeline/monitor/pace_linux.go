@@ -15,25 +15,31 @@ import (
 const schedFlagResetOnFork = 0x01
 
 // lockSender puts the calling goroutine on an OS thread of its own for
-// the rest of its life (the thread ends with it, so no other goroutine
-// ever runs at the priority it was given) and, when realtime is set,
-// raises that thread to real-time priority: SCHED_FIFO where the system
-// allows it, else nice -20, else as it was. It says what the thread got.
-func lockSender(realtime bool) string {
+// the rest of its life and raises that thread to real-time priority:
+// SCHED_FIFO where the system allows it, else nice -20, else as it was.
+// It says what the thread got; release puts the thread's scheduling back
+// as it found it, for the sender to call as it ends. (Go ends a thread
+// whose goroutine exits locked to it, except the process's first thread,
+// which it keeps idle instead: either way no other goroutine ever runs
+// at the sender's priority.)
+func lockSender() (priority string, release func()) {
 	runtime.LockOSThread()
-	if !realtime {
-		return PriorityNormal
+	before, gerr := unix.SchedGetAttr(0, 0)
+	release = func() {
+		if gerr == nil {
+			unix.SchedSetAttr(0, before, 0)
+		}
 	}
 	attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority, Flags: schedFlagResetOnFork}
 	err := unix.SchedSetAttr(0, &attr, 0)
 	if err == nil {
-		return fmt.Sprintf("real-time (SCHED_FIFO %d)", RealtimePriority)
+		return fmt.Sprintf("real-time (SCHED_FIFO %d)", RealtimePriority), release
 	}
 	// PRIO_PROCESS with id 0 is the calling thread on Linux
 	if unix.Setpriority(unix.PRIO_PROCESS, 0, -20) == nil {
-		return fmt.Sprintf("nice -20 (real-time refused: %v)", err)
+		return fmt.Sprintf("nice -20 (real-time refused: %v)", err), release
 	}
-	return fmt.Sprintf("%s (real-time refused: %v)", PriorityNormal, err)
+	return fmt.Sprintf("%s (real-time refused: %v)", PriorityNormal, err), release
 }
 
 // waitPrecise sleeps for d on the calling thread without giving up its

@@ -10,12 +10,9 @@ import (
 
 // lockSender puts the calling goroutine on an OS thread of its own for
 // the rest of its life; real-time priority is asked for on Linux alone.
-func lockSender(realtime bool) string {
+func lockSender() (priority string, release func()) {
 	runtime.LockOSThread()
-	if realtime {
-		return PriorityNormal + " (real-time priority is asked for on Linux alone)"
-	}
-	return PriorityNormal
+	return PriorityNormal + " (real-time priority is asked for on Linux alone)", func() {}
 }
 
 // waitPrecise sleeps for d (pace_linux.go holds the thread instead).
