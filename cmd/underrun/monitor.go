@@ -1025,7 +1025,8 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 			return err
 		}
 		row(name, r)
-		fmt.Fprintf(w, "  load: %s at %s priority, paced within %s\n", plural(r.Senders, "sender"), r.Priority, ms(r.Paced))
+		fmt.Fprintf(w, "  load: %s at %s priority, paced within %s; send lag p50 %s, p99 %s, max %s\n",
+			plural(r.Senders, "sender"), r.Priority, ms(r.Paced), ms(r.SendLag.P50), ms(r.SendLag.P99), ms(r.SendLag.Max))
 		if t.watch != "" {
 			fmt.Fprintf(w, "  its events subscriber connected to %s, over loopback TCP (the kernel stamps the events' bytes)\n", t.watch)
 		}

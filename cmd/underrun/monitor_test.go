@@ -248,7 +248,7 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 			t.Errorf("the targets did not get CPUs of their own:\n%s", out)
 		}
 		senders := regexp.MustCompile(`\n  load: ` + plural(len(lc), "sender") +
-			` at (real-time \(SCHED_FIFO 1\)|nice -20 \(real-time refused: [^)]+\)|normal \(real-time refused: [^)]+\)) priority, paced within 0\.20ms\n`)
+			` at (real-time \(SCHED_FIFO 1\)|nice -20 \(real-time refused: [^)]+\)|normal \(real-time refused: [^)]+\)) priority, paced within 0\.20ms; send lag p50 \d+\.\d\dms, p99 \d+\.\d\dms, max \d+\.\d\dms\n`)
 		if got := senders.FindAllString(out, -1); len(got) != 2 {
 			t.Errorf("the echo and monitor runs do not both say their senders ran at real-time priority (or why not):\n%s", out)
 		}

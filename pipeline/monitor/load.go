@@ -146,6 +146,8 @@ type LoadResult struct {
 	// SendLagP99 is how late the senders were against their schedule, at
 	// the 99th percentile: the load generator's own overload.
 	SendLagP99 time.Duration
+	// SendLag is the whole of that lag: p50, p99 (SendLagP99) and max.
+	SendLag Latency
 	// Drains is how many underrun_started events came; DrainLatency their
 	// delay from the moment the buffer drained to their arrival at the
 	// events subscriber (LoadOptions.Watch): the kernel's receive stamp of
@@ -338,6 +340,7 @@ func Load(ctx context.Context, opts LoadOptions) (LoadResult, error) {
 	res.Cores = res.CPU.Seconds() / res.Elapsed.Seconds()
 	res.TargetCores = res.TargetCPU.Seconds() / res.Elapsed.Seconds()
 	res.SendLagP99 = st.lags.quantile(0.99)
+	res.SendLag = Latency{P50: st.lags.quantile(0.5), P99: res.SendLagP99, Max: time.Duration(st.lags.maxNanos)}
 	for _, c := range conns {
 		res.Refused += c.errors.Load()
 	}
