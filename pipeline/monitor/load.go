@@ -543,8 +543,17 @@ func (w *DrainWatch) read() {
 		SentNs int64   `json:"sent_unix_ns"`
 		LateMs float64 `json:"late_ms"`
 	}
+	// one buffer for every message, and only those that can be drains
+	// decoded: a busy monitor sends thousands of events a second, and the
+	// subscriber shares the load's CPUs
+	var msg bytes.Buffer
+	drain := []byte(`"` + pipeline.EventDrain + `"`)
 	for {
-		_, data, err := w.conn.ReadMessage()
+		_, r, err := w.conn.NextReader()
+		if err == nil {
+			msg.Reset()
+			_, err = msg.ReadFrom(r)
+		}
 		if err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) && ce.Code == websocket.CloseTryAgainLater {
@@ -558,6 +567,10 @@ func (w *DrainWatch) read() {
 		arrived := read
 		if t, ok := rxstamp.Stamp(w.conn.NetConn()); ok {
 			arrived = min(t.UnixNano(), read)
+		}
+		data := msg.Bytes()
+		if !bytes.Contains(data, drain) {
+			continue
 		}
 		e.Type, e.SentNs, e.LateMs = "", 0, 0
 		if json.Unmarshal(data, &e) != nil || e.Type != string(pipeline.EventDrain) {
