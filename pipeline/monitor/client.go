@@ -75,10 +75,13 @@ func dialStamped(ctx context.Context, base, addr, token string) (*websocket.Conn
 	nd := netDial(base)
 	big := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := nd(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok && err == nil {
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
 			growReceiveBuffer(tc, subscriberReceiveBuffer)
 		}
-		return c, err
+		return c, nil
 	}
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: rxstamp.Dialer(big)}
 	return dialWith(ctx, d, addr, token)

@@ -838,11 +838,11 @@ var loadChunk = pipeline.Chunk{Text: " tok", Tokens: 1}
 
 // sendLoad sends the messages of plan's sessions, each when it is due
 // (start + next), until every session is done or ctx ends, and counts how
-// late each went out. It sleeps only when nothing is due (pace; precise:
-// on a thread and P of its own); the write deadline of a connection is
-// moved at most once a second. Every session
-// sends the same messages (turn ids t0, t1, ... and the same chunk), so each
-// is framed once, as a websocket.PreparedMessage, and written as it is to
+// late each went out. It sleeps only when nothing is due (pace; precise
+// when the sender has a thread and a P of its own); the write deadline of
+// a connection is moved at most once a second. Every session sends the
+// same messages (turn ids t0, t1, ... and the same chunk), so each is
+// framed once, as a websocket.PreparedMessage, and written as it is to
 // every connection: no copy into the connection's buffer, no masking per
 // write, nothing allocated per message.
 func sendLoad(ctx context.Context, start time.Time, plan sendPlan, sc loadSchedule, precise bool, lags *lagHistogram, sent, turns *atomic.Int64) error {

@@ -2,17 +2,12 @@ package monitor
 
 import (
 	"fmt"
-	"net"
 	"runtime"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// schedFlagResetOnFork is sched_setattr's SCHED_FLAG_RESET_ON_FORK: a
-// process started from the thread does not inherit its priority.
-const schedFlagResetOnFork = 0x01
 
 // lockSender puts the calling goroutine on an OS thread of its own for
 // the rest of its life and raises that thread to real-time priority:
@@ -30,7 +25,7 @@ func lockSender() (priority string, release func()) {
 			unix.SchedSetAttr(0, before, 0)
 		}
 	}
-	attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority, Flags: schedFlagResetOnFork}
+	attr := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority, Flags: unix.SCHED_FLAG_RESET_ON_FORK} // no process started from the thread inherits it
 	err := unix.SchedSetAttr(0, &attr, 0)
 	if err == nil {
 		return fmt.Sprintf("real-time (SCHED_FIFO %d)", RealtimePriority), release
@@ -57,17 +52,3 @@ func waitPrecise(d time.Duration) {
 
 // precisePacing says whether waitPrecise waits precisely here.
 const precisePacing = true
-
-// growReceiveBuffer asks for a receive buffer of n bytes on c where the
-// process may go past the system's limit (SO_RCVBUFFORCE: root or
-// CAP_NET_ADMIN); elsewhere it leaves c to the kernel's autotuning, which
-// a smaller fixed buffer would turn off.
-func growReceiveBuffer(c *net.TCPConn, n int) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	raw.Control(func(fd uintptr) {
-		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
-	})
-}

@@ -3,7 +3,6 @@
 package monitor
 
 import (
-	"net"
 	"runtime"
 	"time"
 )
@@ -20,7 +19,3 @@ func waitPrecise(d time.Duration) { time.Sleep(d) }
 
 // precisePacing says whether waitPrecise waits precisely here.
 const precisePacing = false
-
-// growReceiveBuffer leaves c to the system's autotuning (pace_linux.go
-// grows it where the process may).
-func growReceiveBuffer(*net.TCPConn, int) {}
