@@ -27,6 +27,7 @@ import (
 	"github.com/speech-pipeline/underrun/cmd/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
+	"github.com/speech-pipeline/underrun/pipeline/monitor/loadgen"
 	"github.com/speech-pipeline/underrun/pipeline/monitor/prometheus"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
@@ -251,7 +252,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		return err
 	}
 	if c.loadModel {
-		cfg = monitor.LoadConfig()
+		cfg = loadgen.Config()
 	}
 	for _, addr := range c.listen {
 		if err := checkListen(addr, c.token); err != nil {
@@ -525,7 +526,7 @@ const monitorLoadExample = `  underrun monitor load                             
   underrun monitor load --to http://127.0.0.1:8765 --sessions 100`
 
 func newMonitorLoadCommand(e *env) *cobra.Command {
-	opts := monitor.LoadOptions{}
+	opts := loadgen.Options{}
 	var lf loadFlags
 	cmd := &cobra.Command{
 		Use:     "load",
@@ -552,12 +553,12 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&opts.URL, "to", "", "drive this running monitor (`URL`) instead of starting one")
 	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (with --to)")
-	fs.IntVar(&opts.Sessions, "sessions", monitor.DefaultLoadSessions, "concurrent sessions")
-	fs.Float64Var(&opts.Rate, "rate", monitor.DefaultLoadRate, "chunks per second per session")
-	fs.DurationVar(&opts.Duration, "duration", monitor.DefaultLoadDuration, "how long the sessions stream")
-	fs.IntVar(&opts.TurnChunks, "turn-chunks", monitor.DefaultTurnChunks, "chunks per turn")
-	fs.IntVar(&opts.StallAfter, "stall-after", monitor.DefaultStallAfter, "chunks before each turn's stall")
-	fs.DurationVar(&opts.Stall, "stall", monitor.DefaultStall, "length of each turn's stall (0: none)")
+	fs.IntVar(&opts.Sessions, "sessions", loadgen.DefaultSessions, "concurrent sessions")
+	fs.Float64Var(&opts.Rate, "rate", loadgen.DefaultRate, "chunks per second per session")
+	fs.DurationVar(&opts.Duration, "duration", loadgen.DefaultDuration, "how long the sessions stream")
+	fs.IntVar(&opts.TurnChunks, "turn-chunks", loadgen.DefaultTurnChunks, "chunks per turn")
+	fs.IntVar(&opts.StallAfter, "stall-after", loadgen.DefaultStallAfter, "chunks before each turn's stall")
+	fs.DurationVar(&opts.Stall, "stall", loadgen.DefaultStall, "length of each turn's stall (0: none)")
 	fs.BoolVar(&opts.Aligned, "aligned", false, "keep every session's turns in step: all buffers drain at once")
 	fs.BoolVar(&lf.noEcho, "no-echo", false, "skip the echo-server ceiling")
 	fs.BoolVar(&lf.inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
@@ -571,7 +572,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 // newMonitorWatchCommand is the /events subscriber monitor load starts in
 // a process of its own (hidden: a tool of the load command). It times the
 // underrun_started events until its standard input closes, then writes a
-// monitor.DrainReport as JSON to standard output.
+// loadgen.DrainReport as JSON to standard output.
 func newMonitorWatchCommand(e *env) *cobra.Command {
 	var to, token string
 	var nice int
@@ -589,7 +590,7 @@ func newMonitorWatchCommand(e *env) *cobra.Command {
 					fmt.Fprintf(e.stderr, "underrun watch: at nice 0 (nice %d refused: %v)\n", nice, err)
 				}
 			}
-			w, err := monitor.WatchDrains(cmd.Context(), to, token)
+			w, err := loadgen.WatchDrains(cmd.Context(), to, token)
 			if err != nil {
 				return err
 			}
@@ -607,7 +608,7 @@ func newMonitorWatchCommand(e *env) *cobra.Command {
 // watchingLine is what monitor watch says once it is subscribed.
 const watchingLine = "underrun watch: subscribed"
 
-// spawnWatch is monitor.LoadOptions.Watch with the subscriber in a
+// spawnWatch is loadgen.Options.Watch with the subscriber in a
 // process of its own (this executable's monitor watch), so that it reads
 // its events promptly instead of sharing the load's threads. Beside the
 // load's real-time senders (realtime) it runs at nice -20 where allowed:
@@ -615,7 +616,7 @@ const watchingLine = "underrun watch: subscribed"
 // those CPUs (read-p99 20-90 ms at 5,000 sessions), and the events
 // reached its socket late with it (drain-p99 7-9 ms at 4,000 sessions,
 // 3-4 ms at nice -20 or with senders at ordinary priority).
-func spawnWatch(ctx context.Context, url, token string, realtime bool) (func() (monitor.DrainReport, error), error) {
+func spawnWatch(ctx context.Context, url, token string, realtime bool) (func() (loadgen.DrainReport, error), error) {
 	args := []string{"monitor", "watch", "--to", url}
 	if realtime {
 		args = append(args, "--nice=-20")
@@ -636,9 +637,9 @@ func spawnWatch(ctx context.Context, url, token string, realtime bool) (func() (
 	if err := startChild(ctx, cmd, nil, "subscribe", func(line string) bool { return line == watchingLine }); err != nil {
 		return nil, err
 	}
-	return func() (monitor.DrainReport, error) {
+	return func() (loadgen.DrainReport, error) {
 		stdin.Close()
-		var r monitor.DrainReport
+		var r loadgen.DrainReport
 		err := json.NewDecoder(stdout).Decode(&r)
 		if werr := cmd.Wait(); err == nil {
 			err = werr
@@ -652,7 +653,7 @@ func spawnWatch(ctx context.Context, url, token string, realtime bool) (func() (
 func newMonitorEchoCommand(e *env) *cobra.Command {
 	return newLoadTargetCommand(e, "echo", "Serve a bare gorilla websocket echo server (the ceiling of monitor load)",
 		func(ctx context.Context, ln net.Listener) error {
-			hs := httpserver.New(monitor.EchoHandler())
+			hs := httpserver.New(loadgen.EchoHandler())
 			go func() {
 				<-ctx.Done()
 				hs.Close()
@@ -667,7 +668,7 @@ func newMonitorEchoCommand(e *env) *cobra.Command {
 // newMonitorSinkCommand is the sink monitor load measures the write floor
 // against (hidden: a tool of the load command).
 func newMonitorSinkCommand(e *env) *cobra.Command {
-	return newLoadTargetCommand(e, "sink", "Read and drop whatever connections send (the write floor of monitor load)", monitor.Sink)
+	return newLoadTargetCommand(e, "sink", "Read and drop whatever connections send (the write floor of monitor load)", loadgen.Sink)
 }
 
 // newLoadTargetCommand is a hidden server of monitor load's: it listens on
@@ -695,16 +696,16 @@ func newLoadTargetCommand(e *env, name, short string, serve func(context.Context
 	return cmd
 }
 
-// writeFloor measures monitor.WriteFloor for opts against a sink in a
+// writeFloor measures loadgen.WriteFloor for opts against a sink in a
 // process of its own on cpus (none: anywhere): a second as fast as it
 // goes, then opts' schedule.
-func writeFloor(ctx context.Context, cpus []int, opts monitor.LoadOptions, net loadNet) (monitor.Floor, error) {
+func writeFloor(ctx context.Context, cpus []int, opts loadgen.Options, net loadNet) (loadgen.Floor, error) {
 	t, err := spawn(ctx, cpus, "monitor", "sink", "--listen", net.listen("sink"))
 	if err != nil {
-		return monitor.Floor{}, err
+		return loadgen.Floor{}, err
 	}
 	defer t.stop()
-	return monitor.WriteFloor(ctx, strings.TrimPrefix(t.url, "http://"), opts, time.Second)
+	return loadgen.WriteFloor(ctx, strings.TrimPrefix(t.url, "http://"), opts, time.Second)
 }
 
 // loadNet is how monitor load reaches its targets: loopback TCP, or Unix
@@ -858,17 +859,17 @@ func peakMemoryOf(pid int) string {
 }
 
 // inProcess starts an echo server or a monitor inside this process.
-func inProcess(echo bool, opts monitor.LoadOptions, ln net.Listener) (*target, error) {
+func inProcess(echo bool, opts loadgen.Options, ln net.Listener) (*target, error) {
 	t := &target{url: monitor.BaseURL(ln)}
 	if echo {
-		hs := httpserver.New(monitor.EchoHandler())
+		hs := httpserver.New(loadgen.EchoHandler())
 		go hs.Serve(ln)
 		t.stop = hs.Close
 		return t, nil
 	}
 	// a deep events queue: the subscriber measuring drains must not be
 	// dropped when every session opens at once
-	srv, err := monitor.New(monitor.Options{Config: monitor.LoadConfig(), MaxSessions: opts.Sessions + 10,
+	srv, err := monitor.New(monitor.Options{Config: loadgen.Config(), MaxSessions: opts.Sessions + 10,
 		Queue: 4 * opts.Sessions, Logger: zerolog.Nop()})
 	if err != nil {
 		ln.Close()
@@ -892,7 +893,7 @@ type loadFlags struct {
 
 // runLoad drives an echo server and a monitor (or the monitor at opts.URL)
 // with the load and prints what each took.
-func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags) error {
+func runLoad(ctx context.Context, e *env, opts loadgen.Options, lf loadFlags) error {
 	here, noEcho, shareCPUs := lf.inProcess, lf.noEcho, lf.shareCPUs
 	w := e.stdout
 	ln := loadNet{unix: lf.network == "unix"}
@@ -946,7 +947,7 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 		opts.Realtime = true
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
-	wake := monitor.WakeLatency(ctx, time.Second)
+	wake := loadgen.WakeLatency(ctx, time.Second)
 	fmt.Fprintf(w, "this machine, idle: a 1 ms sleep wakes late by p50 %s, p99 %s, max %s (the floor under the latencies below)\n",
 		ms(wake.P50), ms(wake.P99), ms(wake.Max))
 	if opts.URL == "" && !here {
@@ -962,7 +963,7 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 	fmt.Fprintf(w, "%-8s %9s %9s %6s %9s %9s %7s %10s %10s %10s %10s %10s %10s %9s %9s %6s\n",
 		"target", "sent", "received", "lost", "msgs/s", "send-lag", "drains", "drain-p50", "drain-p99", "drain-max", "fire-p99", "sent-p99", "read-p99", "load-CPU", "target-CPU", "steal")
 	lost := false
-	row := func(name string, r monitor.LoadResult) {
+	row := func(name string, r loadgen.Result) {
 		recv, lostS := fmt.Sprint(r.Received), fmt.Sprint(r.Lost)
 		if r.Received < 0 {
 			recv, lostS = "?", "?"
@@ -997,7 +998,7 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 		o.URL, o.Echo, o.TargetCPU = t.url, echo, t.cpu
 		o.Received = t.received
 		if !here {
-			o.Watch = func(ctx context.Context, url, token string) (func() (monitor.DrainReport, error), error) {
+			o.Watch = func(ctx context.Context, url, token string) (func() (loadgen.DrainReport, error), error) {
 				if t.watch != "" {
 					url = t.watch
 				}
@@ -1013,7 +1014,7 @@ func runLoad(ctx context.Context, e *env, opts monitor.LoadOptions, lf loadFlags
 				return n
 			}
 		}
-		r, err := monitor.Load(ctx, o)
+		r, err := loadgen.Run(ctx, o)
 		peak := ""
 		if t.peak != nil {
 			peak = t.peak()

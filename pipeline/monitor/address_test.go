@@ -1,67 +1,13 @@
 package monitor
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 )
-
-// TestMonitorOverUnixSocket serves a monitor on a Unix socket and drives
-// it as a client does with unix:PATH: ingest, events and /metrics.
-func TestMonitorOverUnixSocket(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "m.sock")
-	ln, err := Listen(UnixPrefix + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := BaseURL(ln)
-	if base != UnixPrefix+path {
-		t.Errorf("BaseURL = %q, want %q", base, UnixPrefix+path)
-	}
-	srv, err := New(Options{Config: LoadConfig(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, 5*time.Second) }()
-
-	if _, err := Listen(base); err == nil || !strings.Contains(err.Error(), "not replacing") {
-		t.Errorf("a second Listen on a live socket: %v, want a refusal", err)
-	}
-	res, err := Load(context.Background(), LoadOptions{URL: base, Sessions: 5, Rate: 50, Duration: 500 * time.Millisecond,
-		TurnChunks: 10, StallAfter: 4, Stall: 200 * time.Millisecond,
-		Received: func() int64 {
-			n, err := ScrapeReceived(context.Background(), base, "")
-			if err != nil {
-				t.Errorf("metrics over the socket: %v", err)
-				return -1
-			}
-			return n
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Sent == 0 || res.Lost != 0 || res.Received != res.Sent || res.Drains == 0 {
-		t.Errorf("over the socket: sent %d, received %d, lost %d, drains %d; want all received and some drains",
-			res.Sent, res.Received, res.Lost, res.Drains)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(path); !os.IsNotExist(err) {
-		t.Errorf("the socket is still there after the monitor stopped: %v", err)
-	}
-}
 
 // TestListenUnixKeepsFiles: Listen never replaces a file at the socket's
 // path.

@@ -3,7 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/speech-pipeline/underrun/pipeline"
-	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 
 // IngestURL returns the ingest websocket address of a monitor for session
@@ -68,33 +66,6 @@ func dial(ctx context.Context, base, addr, token string) (*websocket.Conn, error
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: netDial(base)}
 	return dialWith(ctx, d, addr, token)
 }
-
-// dialStamped is dial for a connection whose reads carry the kernel's
-// receive time (rxstamp.Stamp of its NetConn) where the system gives one.
-func dialStamped(ctx context.Context, base, addr, token string) (*websocket.Conn, error) {
-	nd := netDial(base)
-	big := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := nd(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			growReceiveBuffer(tc, subscriberReceiveBuffer)
-		}
-		return c, nil
-	}
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: rxstamp.Dialer(big)}
-	return dialWith(ctx, d, addr, token)
-}
-
-// subscriberReceiveBuffer is the receive buffer a stamping subscriber
-// asks for: seconds of a busy monitor's events. A subscriber that shares
-// its CPUs (with monitor load's real-time senders, say) reads late at
-// times, and once its socket's buffer is full the kernel drops what
-// comes and TCP sends it again a retransmission timeout later (200 ms or
-// more): the events' receive stamps would then be late by as much,
-// though the monitor sent them on time.
-const subscriberReceiveBuffer = 16 << 20
 
 func dialWith(ctx context.Context, d websocket.Dialer, addr, token string) (*websocket.Conn, error) {
 	h := http.Header{}

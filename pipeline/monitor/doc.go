@@ -11,11 +11,8 @@
 // for a turn id used again), so that the recording reads back as streamed.
 //
 // Feed plays a recorded trace into running monitors at its real pace,
-// sessions spread over several by Shard; Load drives a monitor (or a bare
-// websocket server, EchoHandler, the ceiling) with many synthetic sessions
-// and measures what arrives and how late the underrun events come, and
-// WriteFloor the most messages any load generator can send on this machine
-// and the least send lag it can keep to a schedule. The rules a
-// Prometheus watching a fleet of monitors needs are in the prometheus
-// sub-package. The package never prints or exits.
+// sessions spread over several by Shard. The load generator that drives
+// a monitor with many synthetic sessions is the loadgen sub-package; the
+// rules a Prometheus watching a fleet of monitors needs are in the
+// prometheus sub-package. The package never prints or exits.
 package monitor

@@ -1,10 +1,12 @@
 //go:build !unix
 
-package monitor
+package loadgen
 
 import (
 	"context"
 	"net"
+
+	"github.com/speech-pipeline/underrun/pipeline/monitor"
 )
 
 // loadDialer is how a load session connects to base: a paced connection
@@ -17,7 +19,7 @@ func loadDialer(base string) func(ctx context.Context, network, addr string) (ne
 // dialFloor connects WriteFloor to the Sink at addr.
 func dialFloor(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
-	if path, ok := socketPath(addr); ok {
+	if path, ok := monitor.SocketPath(addr), monitor.IsUnix(addr); ok {
 		return d.DialContext(ctx, "unix", path)
 	}
 	return d.DialContext(ctx, "tcp", addr)

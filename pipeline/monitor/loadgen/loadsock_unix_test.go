@@ -1,6 +1,6 @@
 //go:build unix
 
-package monitor
+package loadgen
 
 import (
 	"context"

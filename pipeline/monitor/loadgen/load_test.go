@@ -1,4 +1,4 @@
-package monitor
+package loadgen
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/speech-pipeline/underrun/pipeline/monitor"
 )
 
 func TestLagHistogram(t *testing.T) {
@@ -61,9 +62,9 @@ func TestWriteFloor(t *testing.T) {
 	for _, network := range []string{"tcp", "unix"} {
 		addr := "127.0.0.1:0"
 		if network == "unix" {
-			addr = UnixPrefix + filepath.Join(t.TempDir(), "sink.sock")
+			addr = monitor.UnixPrefix + filepath.Join(t.TempDir(), "sink.sock")
 		}
-		ln, err := Listen(addr)
+		ln, err := monitor.Listen(addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,9 +73,9 @@ func TestWriteFloor(t *testing.T) {
 		go func() { done <- Sink(ctx, ln) }()
 		target := ln.Addr().String()
 		if network == "unix" {
-			target = BaseURL(ln)
+			target = monitor.BaseURL(ln)
 		}
-		f, err := WriteFloor(context.Background(), target, LoadOptions{Sessions: 10, Rate: 50, Duration: 200 * time.Millisecond}, 20*time.Millisecond)
+		f, err := WriteFloor(context.Background(), target, Options{Sessions: 10, Rate: 50, Duration: 200 * time.Millisecond}, 20*time.Millisecond)
 		if err != nil || f.Rate <= 0 || f.LagP99 <= 0 || f.LagMax < f.LagP99-10*time.Microsecond {
 			t.Errorf("%s: WriteFloor = %+v, %v; want a rate and lags", network, f, err)
 		}
@@ -116,9 +117,9 @@ func BenchmarkLoadSend(b *testing.B) {
 		listen := func(name string) net.Listener {
 			addr := "127.0.0.1:0"
 			if network == "unix" {
-				addr = UnixPrefix + filepath.Join(dir, name+".sock")
+				addr = monitor.UnixPrefix + filepath.Join(dir, name+".sock")
 			}
-			ln, err := Listen(addr)
+			ln, err := monitor.Listen(addr)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -128,17 +129,17 @@ func BenchmarkLoadSend(b *testing.B) {
 		ws := &http.Server{Handler: discardHandler()}
 		go ws.Serve(wsLn)
 		defer ws.Close()
-		wsBase := BaseURL(wsLn)
+		wsBase := monitor.BaseURL(wsLn)
 		sinkLn := listen("sink")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go Sink(ctx, sinkLn)
 		sinkAddr := sinkLn.Addr().String()
 		if network == "unix" {
-			sinkAddr = BaseURL(sinkLn)
+			sinkAddr = monitor.BaseURL(sinkLn)
 		}
 		for _, sessions := range []int{100, 5000} {
-			b.Run(network+"/floor/sessions="+itoa(sessions), func(b *testing.B) {
+			b.Run(network+"/floor/sessions="+strconv.Itoa(sessions), func(b *testing.B) {
 				conns := make([]net.Conn, sessions)
 				for i := range conns {
 					c, err := dialFloor(context.Background(), sinkAddr)
@@ -154,9 +155,9 @@ func BenchmarkLoadSend(b *testing.B) {
 					}
 				}
 			})
-			b.Run(network+"/sender/sessions="+itoa(sessions), func(b *testing.B) {
+			b.Run(network+"/sender/sessions="+strconv.Itoa(sessions), func(b *testing.B) {
 				plan := make(sendPlan, sessions)
-				addr, err := IngestURL(wsBase, "")
+				addr, err := monitor.IngestURL(wsBase, "")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -170,7 +171,7 @@ func BenchmarkLoadSend(b *testing.B) {
 				}
 				// every message due at once, each session's 1 ns after its
 				// last: about b.N messages in all, never a sleep
-				sc := loadSchedule{opts: LoadOptions{TurnChunks: DefaultTurnChunks}, interval: 1, stop: int64(max(b.N/sessions, 1))}
+				sc := loadSchedule{opts: Options{TurnChunks: DefaultTurnChunks}, interval: 1, stop: int64(max(b.N/sessions, 1))}
 				var lags lagHistogram
 				var sent, turns atomic.Int64
 				b.ResetTimer()
@@ -291,7 +292,7 @@ func TestPlanSenders(t *testing.T) {
 		{2, 1, false, 2, false},
 	}
 	for _, tc := range tests {
-		got, dedicated := planSenders(LoadOptions{Senders: tc.senders, Realtime: tc.realtime}, tc.procs)
+		got, dedicated := planSenders(Options{Senders: tc.senders, Realtime: tc.realtime}, tc.procs)
 		if got != tc.want || dedicated != tc.dedicated {
 			t.Errorf("Senders %d, GOMAXPROCS %d, Realtime %v: %d senders, dedicated %v; want %d, %v",
 				tc.senders, tc.procs, tc.realtime, got, dedicated, tc.want, tc.dedicated)
@@ -302,10 +303,10 @@ func TestPlanSenders(t *testing.T) {
 // TestLoadRealtimeSenders drives an echo server with real-time senders
 // and checks what the run says of them against what the threads were:
 // a SCHED_FIFO thread is seen during the run exactly when the result
-// says real-time, and none is left once Load returns. Nothing is lost.
+// says real-time, and none is left once Run returns. Nothing is lost.
 func TestLoadRealtimeSenders(t *testing.T) {
 	t.Parallel()
-	ln, err := Listen(UnixPrefix + filepath.Join(t.TempDir(), "echo.sock"))
+	ln, err := monitor.Listen(monitor.UnixPrefix + filepath.Join(t.TempDir(), "echo.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,12 +323,12 @@ func TestLoadRealtimeSenders(t *testing.T) {
 		}
 		seen <- saw
 	}()
-	res, err := Load(context.Background(), LoadOptions{URL: BaseURL(ln), Echo: true, Sessions: 20, Rate: 50,
+	res, err := Run(context.Background(), Options{URL: monitor.BaseURL(ln), Echo: true, Sessions: 20, Rate: 50,
 		Duration: 300 * time.Millisecond, TurnChunks: 6, StallAfter: 2, Stall: 20 * time.Millisecond, Realtime: true})
 	stop()
 	sawFIFO := <-seen
 	if err != nil || res.Sent == 0 || res.Lost != 0 {
-		t.Fatalf("Load = sent %d, lost %d, %v; want messages and none lost", res.Sent, res.Lost, err)
+		t.Fatalf("Run = sent %d, lost %d, %v; want messages and none lost", res.Sent, res.Lost, err)
 	}
 	realtime := strings.HasPrefix(res.Priority, "real-time (SCHED_FIFO")
 	if !regexp.MustCompile(`^(real-time \(SCHED_FIFO 1\)|nice -20 \(real-time refused: .+\)|normal \(.+\))$`).MatchString(res.Priority) {

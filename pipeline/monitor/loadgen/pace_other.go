@@ -1,6 +1,6 @@
 //go:build !linux
 
-package monitor
+package loadgen
 
 import (
 	"runtime"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package monitor
+package loadgen
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline/monitor"
 )
 
 // loadSocket is a load session's connection to a Unix socket, kept out of
@@ -195,7 +197,7 @@ func (s *loadSocket) startPacing() { s.paced.Store(true) }
 // loadDialer is how a load session connects to base: a loadSocket for a
 // Unix socket, a paced connection through the poller otherwise.
 func loadDialer(base string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	if path, ok := socketPath(base); ok {
+	if path, ok := monitor.SocketPath(base), monitor.IsUnix(base); ok {
 		return func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialLoadSocket(ctx, path)
 		}
@@ -206,7 +208,7 @@ func loadDialer(base string) func(ctx context.Context, network, addr string) (ne
 // dialFloor connects WriteFloor to the Sink at addr as a load session
 // would: a loadSocket for unix:PATH, through the poller over TCP.
 func dialFloor(ctx context.Context, addr string) (net.Conn, error) {
-	if path, ok := socketPath(addr); ok {
+	if path, ok := monitor.SocketPath(addr), monitor.IsUnix(addr); ok {
 		return dialLoadSocket(ctx, path)
 	}
 	var d net.Dialer
