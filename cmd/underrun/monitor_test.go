@@ -17,6 +17,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
+	"github.com/speech-pipeline/underrun/pipeline/monitor/loadgen"
 )
 
 // TestMain lets a test start this test binary as the underrun command
@@ -221,7 +222,7 @@ func TestReplayToMonitor(t *testing.T) {
 func TestMonitorLoadOwnProcesses(t *testing.T) {
 	// not parallel: the environment tells the children to be the command
 	t.Setenv("UNDERRUN_TEST_EXEC", "1")
-	cpus := allowedCPUs(os.Getpid())
+	cpus := loadgen.AllowedCPUs(os.Getpid())
 	procs := runtime.GOMAXPROCS(0)
 	rec := filepath.Join(t.TempDir(), "load.jsonl")
 	code, out, errOut := runCLI(t, "", "monitor", "load", "--sessions", "20", "--duration", "800ms", "--turn-chunks", "12", "--stall-after", "4",
@@ -243,7 +244,7 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 	// (startOn checks each child's) and the load on the others, a sender
 	// per CPU at real-time priority where this process may ask for it,
 	// and this process got its CPUs back
-	if _, lc, ok := cpuSplit(); ok {
+	if _, lc, ok := loadgen.CPUSplit(); ok {
 		if !strings.Contains(out, "CPUs: each target on [") {
 			t.Errorf("the targets did not get CPUs of their own:\n%s", out)
 		}
@@ -253,7 +254,7 @@ func TestMonitorLoadOwnProcesses(t *testing.T) {
 			t.Errorf("the echo and monitor runs do not both say their senders ran at real-time priority (or why not):\n%s", out)
 		}
 	}
-	if got := allowedCPUs(os.Getpid()); !slices.Equal(got, cpus) || runtime.GOMAXPROCS(0) != procs {
+	if got := loadgen.AllowedCPUs(os.Getpid()); !slices.Equal(got, cpus) || runtime.GOMAXPROCS(0) != procs {
 		t.Errorf("after the load this process runs on CPUs %v with GOMAXPROCS %d, want %v and %d", got, runtime.GOMAXPROCS(0), cpus, procs)
 	}
 	m := regexp.MustCompile(`\nmonitor +(\d+) +(\d+) +0 +\d+ +\S+ +([1-9]\d*) `).FindStringSubmatch(out)

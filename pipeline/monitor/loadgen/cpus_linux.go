@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package loadgen
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cpuSplit divides the CPUs this process may run on in two: the first
+// CPUSplit divides the CPUs this process may run on in two: the first
 // half for a target under load, the rest for the load; ok is false with
 // fewer than two.
-func cpuSplit() (target, load []int, ok bool) {
-	cpus := allowedCPUs(0)
+func CPUSplit() (target, load []int, ok bool) {
+	cpus := AllowedCPUs(0)
 	if len(cpus) < 2 {
 		return nil, nil, false
 	}
@@ -25,9 +25,9 @@ func cpuSplit() (target, load []int, ok bool) {
 	return cpus[:h], cpus[h:], true
 }
 
-// allowedCPUs returns the CPUs thread or process id may run on (0: the
+// AllowedCPUs returns the CPUs thread or process id may run on (0: the
 // calling thread).
-func allowedCPUs(id int) []int {
+func AllowedCPUs(id int) []int {
 	var set unix.CPUSet
 	if unix.SchedGetaffinity(id, &set) != nil {
 		return nil
@@ -49,11 +49,11 @@ func cpuSet(cpus []int) *unix.CPUSet {
 	return &set
 }
 
-// pinSelf keeps every thread of this process, and the threads and
+// PinSelf keeps every thread of this process, and the threads and
 // processes they start, on cpus, with as many Go threads running at once;
 // restore undoes it.
-func pinSelf(cpus []int) (restore func(), err error) {
-	before := allowedCPUs(0)
+func PinSelf(cpus []int) (restore func(), err error) {
+	before := AllowedCPUs(0)
 	procs := runtime.GOMAXPROCS(len(cpus))
 	setAll := func(cpus []int) error {
 		set := cpuSet(cpus)
@@ -93,17 +93,17 @@ func eachThread(set func(tid int) error) error {
 	return nil
 }
 
-// niceSelf sets the nice value of every thread of this process, and of
+// NiceSelf sets the nice value of every thread of this process, and of
 // the threads they start (Linux keeps one per thread).
-func niceSelf(nice int) error {
+func NiceSelf(nice int) error {
 	return eachThread(func(tid int) error { return unix.Setpriority(unix.PRIO_PROCESS, tid, nice) })
 }
 
-// startOn starts cmd on cpus (none: anywhere). The child inherits the CPUs
+// StartOn starts cmd on cpus (none: anywhere). The child inherits the CPUs
 // of the thread that starts it, so it starts from a thread of its own,
 // pinned for the purpose and then let go; its Go runtime sizes itself to
 // them.
-func startOn(cmd *exec.Cmd, cpus []int) error {
+func StartOn(cmd *exec.Cmd, cpus []int) error {
 	if len(cpus) == 0 {
 		return cmd.Start()
 	}
@@ -121,7 +121,7 @@ func startOn(cmd *exec.Cmd, cpus []int) error {
 	if err := <-errc; err != nil {
 		return err
 	}
-	if got := allowedCPUs(cmd.Process.Pid); !slices.Equal(got, cpus) {
+	if got := AllowedCPUs(cmd.Process.Pid); !slices.Equal(got, cpus) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return fmt.Errorf("%s runs on CPUs %v, want %v", cmd.Path, got, cpus)
