@@ -31,9 +31,9 @@ type speakJSON struct {
 			Turn   string `json:"turn"`
 			Agrees bool   `json:"agrees"`
 			Gaps   []struct {
-				Kind      string `json:"kind"`
-				Heard     *gapJ  `json:"heard"`
-				Predicted *gapJ  `json:"predicted"`
+				Kind      string         `json:"kind"`
+				Heard     *speak.GapJSON `json:"heard"`
+				Predicted *speak.GapJSON `json:"predicted"`
 			} `json:"gaps"`
 		} `json:"turns"`
 	} `json:"comparison"`
@@ -294,7 +294,7 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 	if !got.Comparison.Agrees || len(got.Comparison.Turns) != 1 || len(got.Comparison.Turns[0].Gaps) == 0 {
 		t.Fatalf("comparison %+v, want gaps heard as predicted; stderr:\n%s", got.Comparison, errOut)
 	}
-	var predicted []*gapJ
+	var predicted []*speak.GapJSON
 	for _, g := range got.Comparison.Turns[0].Gaps {
 		predicted = append(predicted, g.Predicted)
 	}
@@ -421,4 +421,11 @@ func TestVoiceCalibrateSpeechAPI(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--tts-url", srv.URL, "--speed", "200"); code != exitUsage || !strings.Contains(errOut, "espeak-ng") {
 		t.Errorf("--speed with --tts-url: exit %d, %s", code, errOut)
 	}
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }

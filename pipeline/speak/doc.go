@@ -12,5 +12,8 @@
 // and the synthesizer's measured timings (pipeline.Config.Measured), and
 // lists every difference; Measured and the "synth" records of a native
 // trace (WriteTiming, ReadTimings) let the same run be analyzed again
-// later.
+// later. A Session runs turns one after another through a Pipeline beside
+// a wall-clock pipeline.Guard (recorded turns at their pace, Replay, or a
+// client's stream, Feed), compares each one heard, and gives the run's
+// Report: text for people, JSON for machines.
 package speak

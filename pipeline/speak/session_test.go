@@ -1,0 +1,85 @@
+package speak_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/speak"
+	"github.com/speech-pipeline/underrun/sim"
+	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/player"
+)
+
+// TestSessionReplay replays a turn and then one whose chunks go back in
+// time: the first is heard, compared, reported and recorded; the second
+// is refused as a TurnError before anything of it is heard.
+func TestSessionReplay(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := pipeline.DefaultConfig()
+	cfg.Synth.Mode = tts.ModeRequest
+	pl, err := player.New(22050, player.Options{Preroll: cfg.Preroll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	go pl.Run(ctx, 0)
+	var recorded bytes.Buffer
+	rec := speak.NewRecorder(&recorded, "test")
+	p, err := speak.New(speak.Config{Engine: cfg, Synthesizer: toneSynth{}, Player: pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer guard.Close()
+	s, err := speak.NewSession(speak.SessionOptions{Pipeline: p, Guard: guard, Recorder: rec, Rate: 22050})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := sim.ConstantTurn("t1", "One two three four.", 10*time.Millisecond, 10*time.Millisecond, nil)
+	bad := &pipeline.Turn{ID: "t2", Chunks: []pipeline.Chunk{{At: 20 * time.Millisecond, Text: "Later", Tokens: 1}, {At: 10 * time.Millisecond, Text: " sooner", Tokens: 1}}}
+	var heard []string
+	err = s.Replay(ctx, []*pipeline.Turn{good, bad}, 0, func(st *speak.SessionTurn, res *speak.Result, cmp *speak.Comparison) error {
+		heard = append(heard, st.ID())
+		return nil
+	})
+	var te *speak.TurnError
+	if !errors.As(err, &te) || te.Turn != "t2" || !errors.Is(err, pipeline.ErrOrder) {
+		t.Fatalf("Replay = %v, want turn t2 refused for its order", err)
+	}
+	if strings.Join(heard, ",") != "t1" {
+		t.Errorf("heard %q, want t1 alone", heard)
+	}
+	rep := s.Report()
+	if len(rep.Results) != 1 || len(rep.Comparisons) != 1 || rep.Synthesizer != "tone" || rep.Mode != tts.ModeRequest {
+		t.Fatalf("report: %d results, %d comparisons, %q, %s", len(rep.Results), len(rep.Comparisons), rep.Synthesizer, rep.Mode)
+	}
+	if j := rep.JSON(); len(j.Turns) != 1 || j.Turns[0].Turn != "t1" || j.Agrees != rep.Agrees() {
+		t.Errorf("JSON = %+v", j)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "heard versus predicted") || !strings.Contains(text.String(), "tone, request mode: 4 chunks") {
+		t.Errorf("WriteText = %v:\n%s", err, text.String())
+	}
+	// the timings come from the pipeline's chunk events, which the caller
+	// hands to RecordTiming; here the heard record and the turn are in
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := speak.ReadRecording(bytes.NewReader(recorded.Bytes()), "recorded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Heard["t1"]; !ok || !strings.Contains(recorded.String(), `"turn":"t1"`) {
+		t.Errorf("recording holds no heard record of t1:\n%s", recorded.String())
+	}
+}
