@@ -1,0 +1,243 @@
+package pipeline
+
+import (
+	"math"
+	"slices"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+func (p *Playout) samples(d time.Duration) int64 {
+	return int64(math.Round(d.Seconds() * float64(p.cfg.SampleRate)))
+}
+
+func (p *Playout) newUnderrun(chunk int, at, d time.Duration) Underrun {
+	u := Underrun{
+		Turn: p.turn, Start: at, Duration: d,
+		StartSample: p.samples(at), Chunk: chunk,
+		Class: Glitch,
+	}
+	u.Samples = p.samples(at+d) - u.StartSample
+	if d >= p.cfg.Interruption {
+		u.Class = Interruption
+	}
+	return u
+}
+
+func (p *Playout) intraGap(chunk int, at, d time.Duration) {
+	u := p.newUnderrun(chunk, at, d)
+	u.Cause, u.Position = CauseSynthesizer, MidChunk
+	u.Token = p.Chunks[chunk].First
+	p.Underruns = append(p.Underruns, u)
+	p.gapKinds = append(p.gapKinds, gapSynth)
+}
+
+func (p *Playout) itl(k int) time.Duration {
+	if k <= 0 {
+		return p.at[0]
+	}
+	return p.at[k] - p.at[k-1]
+}
+
+// How the text of a late chunk stood when the player ran dry; classify
+// turns it into a Cause.
+const (
+	gapSynth   uint8 = iota // released in time; the synthesizer was late
+	gapWaited               // all its text was in; the release waited for the trigger token
+	gapPartial              // some of its text was in; the policy held it for the rest
+	gapLate                 // none of its text was in
+)
+
+// gap records the gap before chunk i and finds its cause. A cause that
+// depends on the turn's usual pace is settled provisionally from the
+// chunks so far, and again at End from the whole turn.
+func (p *Playout) gap(i int, at, d time.Duration) {
+	u := p.newUnderrun(i, at, d)
+	c := &p.Chunks[i]
+	prev := &p.Chunks[i-1]
+	u.Position = p.position(prev.To)
+	first, last := p.spokenRange(c)
+	kind := gapLate
+	switch {
+	case c.Release+p.latency(i) <= at:
+		kind = gapSynth
+		u.Token = c.First
+	case p.readyIf(i, p.at[last]) <= at:
+		kind = gapWaited
+		u.Token = c.Trigger
+	default:
+		if p.readyIf(i, p.at[first]) <= at {
+			kind = gapPartial
+		}
+		j := c.Last
+		for k := prev.Last + 1; k <= c.Last; k++ {
+			if p.itl(k) > p.itl(j) {
+				j = k
+			}
+		}
+		u.Token = j
+	}
+	u.ITL = p.itl(u.Token)
+	if kind != gapSynth {
+		u.Tolerance = max(0, u.ITL-d)
+	}
+	p.Underruns = append(p.Underruns, u)
+	p.gapKinds = append(p.gapKinds, kind)
+	if !p.replaying { // a replay settles every cause at End
+		p.classify(len(p.at), len(p.Underruns)-1)
+	}
+}
+
+// spokenRange returns the streamed chunks holding the first and last
+// non-space bytes of speech chunk c: white space that a policy releases
+// with a chunk belongs to the token after it.
+func (p *Playout) spokenRange(c *SpeechChunk) (first, last int) {
+	from, to := c.From, c.To
+	for to > from+1 && isSpaceByte(p.text[to-1]) {
+		to--
+	}
+	for from < to-1 && isSpaceByte(p.text[from]) {
+		from++
+	}
+	return p.recordAt(from), p.recordAt(to - 1)
+}
+
+func isSpaceByte(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
+
+// classify settles the cause of underrun i from the first n streamed
+// chunks. An ITL is a stall when it exceeds StallFactor times the median
+// ITL. A chunk whose text was in but whose release waited for a token, or
+// one the policy held while the rest of it streamed, is held unless that
+// token came after a stall. A chunk none of whose text was in is late for
+// a stall, else for the stream's pace when the median ITL is longer than
+// the audio a streamed chunk carries on average, else for start-up.
+func (p *Playout) classify(n, i int) {
+	u := &p.Underruns[i]
+	kind := p.gapKinds[i]
+	if kind == gapSynth {
+		u.Cause = CauseSynthesizer
+		return
+	}
+	if p.Chunks[u.Chunk].Timer && kind == gapWaited {
+		u.Cause = CauseHeld
+		return
+	}
+	median := p.medianITL(n, u.Token)
+	var stall bool
+	if median > 0 {
+		stall = float64(u.ITL) > p.cfg.StallFactor*float64(median)
+	} else {
+		stall = u.ITL > p.perRecordAudio(n)
+	}
+	switch {
+	case stall:
+		u.Cause = CauseStall
+	case kind != gapLate:
+		u.Cause = CauseHeld
+	case median > p.perRecordAudio(n):
+		u.Cause = CausePace
+	default:
+		u.Cause = CauseStartup
+	}
+}
+
+// perRecordAudio is the mean audio of a spoken streamed chunk so far.
+func (p *Playout) perRecordAudio(n int) time.Duration {
+	if n == 0 || p.spokenRecords == 0 {
+		return 0
+	}
+	return p.audio[n-1] / time.Duration(p.spokenRecords)
+}
+
+// medianITL returns the median ITL of the first n streamed chunks, leaving
+// out the ITL before chunk skip; 0 when there is none.
+func (p *Playout) medianITL(n, skip int) time.Duration {
+	// p.sortedITL holds the ITLs of the first p.sortedN chunks, sorted:
+	// extended as n grows (classify asks with n growing, and at End for
+	// every underrun with the same n), started again for a smaller n
+	if n < p.sortedN || p.sortedN == 0 {
+		p.sortedITL, p.sortedN = p.sortedITL[:0], 1
+	}
+	if added := n - p.sortedN; added > 0 {
+		if added > 8 && added > len(p.sortedITL)/8 {
+			for k := p.sortedN; k < n; k++ {
+				p.sortedITL = append(p.sortedITL, p.at[k]-p.at[k-1])
+			}
+			slices.Sort(p.sortedITL)
+		} else {
+			for k := p.sortedN; k < n; k++ {
+				d := p.at[k] - p.at[k-1]
+				i, _ := slices.BinarySearch(p.sortedITL, d)
+				p.sortedITL = slices.Insert(p.sortedITL, i, d)
+			}
+		}
+		p.sortedN = n
+	}
+	s := p.sortedITL
+	// the sorted ITLs without (one of the values equal to) the one before
+	// skip: value i of them is s[i] below the place of that value, s[i+1]
+	// from it on
+	gone := len(s)
+	if skip >= 1 && skip < n {
+		gone, _ = slices.BinarySearch(s, p.at[skip]-p.at[skip-1])
+	}
+	m := len(s)
+	if gone < len(s) {
+		m--
+	}
+	at := func(i int) time.Duration {
+		if i >= gone {
+			return s[i+1]
+		}
+		return s[i]
+	}
+	if m == 0 {
+		return 0
+	}
+	if m%2 == 1 {
+		return at(m / 2)
+	}
+	return (at(m/2-1) + at(m/2)) / 2
+}
+
+// position classifies the place in the text where audio stopped at off.
+func (p *Playout) position(off int) Position {
+	if !p.hasText {
+		return PositionUnknown
+	}
+	before := p.text[:off]
+	trimmed := before
+	for len(trimmed) > 0 {
+		r, size := utf8.DecodeLastRune(trimmed)
+		if !unicode.IsSpace(r) {
+			break
+		}
+		trimmed = trimmed[:len(trimmed)-size]
+	}
+	for len(trimmed) > 0 {
+		r, size := utf8.DecodeLastRune(trimmed)
+		switch {
+		case tts.IsSentenceEnd(r):
+			return AtSentenceBoundary
+		case r == '"' || r == '\'' || r == ')' || r == '”' || r == '’' || r == ']':
+			trimmed = trimmed[:len(trimmed)-size]
+			continue
+		case r == ',' || r == ';' || r == ':' || r == '—' || r == '–':
+			return AtClauseBoundary
+		}
+		break
+	}
+	if len(before) > 0 && off < len(p.text) {
+		r1, _ := utf8.DecodeLastRune(before)
+		r2, _ := utf8.DecodeRune(p.text[off:])
+		if isWord(r1) && isWord(r2) {
+			return MidWord
+		}
+	}
+	return MidSentence
+}
+
+func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
