@@ -177,11 +177,7 @@ func (p *Playout) replay(t *Turn) bool {
 			rest = rest[:len(rest)-1]
 		}
 		j += len(rest)
-		if p.mode == modeRequest {
-			p.replayRequests(rest, at, ttfa)
-		} else {
-			p.replayStream(rest, at, cont)
-		}
+		p.replayOnArrival(rest, at, cont, p.mode == modeRequest)
 	}
 	for ; j < len(log); j++ {
 		p.replayChunk(&log[j], prev) // End's flush, at the last arrival
@@ -190,59 +186,22 @@ func (p *Playout) replay(t *Turn) bool {
 	return true
 }
 
-// replayStream places the logged chunks of a stream synthesizer released
-// on arrival (times at) with the player running, at RTF <= 1: play and
-// schedule, inlined, with their state in locals (put back before anything
-// else reads it). cont is every chunk's latency (none is the first). Its
-// inner loop calls nothing, so that its state stays in registers: a gap
-// leaves it for the outer loop, which records the gap and goes on.
-func (p *Playout) replayStream(log []loggedChunk, at []time.Duration, cont time.Duration) {
-	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
-	base := len(p.Chunks)
-	all := slices.Grow(p.Chunks, len(log))[:base+len(log)]
-	chunks := all[base:]
-	for j := 0; j < len(log); {
-		var ready time.Duration
-		for ; j < len(log); j++ {
-			l := &log[j]
-			release := at[l.trigger]
-			start := release
-			ready = max(release+cont, synthDone)
-			done := ready + l.produce
-			synthDone = max(synthDone, done)
-			ch := &chunks[j]
-			l.set(ch, release)
-			ch.Start, ch.Ready, ch.Done = start, ready, done
-			earliest = max(earliest, ready-speech) // earliest, with no allowance at RTF <= 1
-			speech += l.audio
-			if ready > playhead {
-				break // to the gap, out of the loop that calls nothing
-			}
-			ch.PlayStart = playhead
-			playhead += l.audio
-			ch.PlayEnd = playhead
-		}
-		if j == len(log) {
-			break
-		}
-		// the player waits for chunk i
-		i := base + j
-		p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, all[:i+1], i
-		p.gap(i, playhead, ready-playhead)
-		playhead = ready
-		ch := &chunks[j]
-		ch.PlayStart = playhead
-		playhead += ch.Audio
-		ch.PlayEnd = playhead
-		j++
+// replayOnArrival places the logged chunks released on arrival (times at)
+// with the player running, at RTF <= 1: synthesize, play and schedule,
+// inlined, with their state in locals (put back before anything else
+// reads it). A stream synthesizer (queued false) gives each chunk's first
+// audio lat after its release, or as the audio before it is done; one
+// that takes a request per chunk, one after another (queued), starts each
+// as its release and the request before allow, and pays lat then. Both
+// are the one rule, start = max(release, min(synthDone, gate)) and ready
+// = max(release+lat, synthDone+after), taken without a branch. Its inner
+// loop calls nothing, so that its state stays in registers: a gap leaves
+// it for the outer loop, which records the gap and goes on.
+func (p *Playout) replayOnArrival(log []loggedChunk, at []time.Duration, lat time.Duration, queued bool) {
+	gate, after := time.Duration(math.MinInt64), time.Duration(0)
+	if queued {
+		gate, after = math.MaxInt64, lat
 	}
-	p.synthDone, p.earliestStart, p.speech, p.playhead = synthDone, earliest, speech, playhead
-	p.Chunks, p.scheduled = all, len(all)
-}
-
-// replayRequests is replayStream for a synthesizer that takes a request
-// per chunk, one after another, each paying ttfa.
-func (p *Playout) replayRequests(log []loggedChunk, at []time.Duration, ttfa time.Duration) {
 	synthDone, earliest, speech, playhead := p.synthDone, p.earliestStart, p.speech, p.playhead
 	base := len(p.Chunks)
 	all := slices.Grow(p.Chunks, len(log))[:base+len(log)]
@@ -252,8 +211,8 @@ func (p *Playout) replayRequests(log []loggedChunk, at []time.Duration, ttfa tim
 		for ; j < len(log); j++ {
 			l := &log[j]
 			release := at[l.trigger]
-			start := max(release, synthDone)
-			ready = start + ttfa
+			start := max(release, min(synthDone, gate))
+			ready = max(release+lat, synthDone+after)
 			done := ready + l.produce
 			synthDone = max(synthDone, done)
 			ch := &chunks[j]
