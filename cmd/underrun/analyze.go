@@ -198,15 +198,11 @@ func detectFile(name string) string {
 
 // readSummary reads the saved summaries of a summary file.
 func readSummary(e *env, name string) ([]trace.ToolSummary, error) {
-	in, err := openInput(e, name)
+	in, dec, err := openDecoder(e, name, "auto")
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	dec, err := in.decoder("auto")
-	if err != nil {
-		return nil, err
-	}
 	td, ok := dec.(trace.ToolDecoder)
 	if !ok {
 		return nil, usagef("%s: not a benchmark tool's summary", name)
@@ -221,15 +217,11 @@ func readSummary(e *env, name string) ([]trace.ToolSummary, error) {
 }
 
 func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name, summary string) error {
-	in, err := openInput(a.env, name)
+	in, dec, err := openDecoder(a.env, name, a.format)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	dec, err := in.decoder(a.format)
-	if err != nil {
-		return err
-	}
 	// a benchmark tool's file: its figures as that tool computes them,
 	// compared with the summary it saved
 	td, _ := dec.(trace.ToolDecoder)

@@ -79,6 +79,21 @@ func openInput(e *env, name string) (*input, error) {
 	return in, nil
 }
 
+// openDecoder opens name as openInput does, with its trace decoder for
+// format; the caller closes the input. On an error nothing is left open.
+func openDecoder(e *env, name, format string) (*input, trace.Decoder, error) {
+	in, err := openInput(e, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec, err := in.decoder(format)
+	if err != nil {
+		in.Close()
+		return nil, nil, err
+	}
+	return in, dec, nil
+}
+
 // decoder opens the trace decoder of the input in format (or "auto").
 func (in *input) decoder(format string) (trace.Decoder, error) {
 	dec, err := trace.Open(in.r, in.label, format)
