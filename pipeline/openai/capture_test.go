@@ -3,8 +3,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,17 +16,7 @@ import (
 func readCapture(t *testing.T, data []byte) []*trace.Stream {
 	t.Helper()
 	r := trace.NewCaptureReader(bytes.NewReader(data), "capture")
-	var out []*trace.Stream
-	for {
-		s, err := r.NextStream()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
+	return testkit.All(t, r.NextStream)
 }
 
 // TestCaptureRoundTrip records live streams (some with bytes that are not
