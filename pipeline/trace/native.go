@@ -216,6 +216,7 @@ type NativeReader struct {
 	lastTurn      string
 	records       int
 	emptyReported bool
+	unknownFields // the field names no record type defines, noted once
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
 }
@@ -593,6 +594,9 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 			rec.version, ok = int64Value(v)
 		case "source":
 			rec.source, ok = d.str(v, "")
+		default:
+			// read past, as the format allows, and noted once
+			d.note(d.name, d.lines.line, rec.typ, key)
 		}
 	})
 	return ok

@@ -219,11 +219,16 @@ func FuzzNativeReader(f *testing.F) {
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":2000000000}` + "\n"))
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":9223372036854775807}` + "\n"))
 	f.Add([]byte("garbage"))
+	// fields the format does not define: read past, warned of once
+	f.Add([]byte(`{"type":"turn","turn":"a","start_ms":1}` + "\n" + `{"type":"chunk","turn":"a","t_ns":1,"confidence":0.5,"start_ms":2}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewNativeReader(bytes.NewReader(data), "fuzz")
 		for range 10000 {
 			turn, err := d.Next()
 			checkFootprint(t, d, data)
+			if n := len(d.Warnings()); n > maxFieldWarnings+1 {
+				t.Fatalf("%d warnings; want at most %d", n, maxFieldWarnings+1)
+			}
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrFormat) {
 					t.Fatalf("error not ErrFormat: %v", err)
