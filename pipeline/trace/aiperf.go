@@ -11,17 +11,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "aiperf",
-		Describe: "AIPerf profile_export.jsonl (one record per request)",
-		Sniff:    sniffAIPerf,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewAIPerfReader(r, name), nil
-		},
-	})
-}
-
 // AIPerfReader reads AIPerf's per-request export, profile_export.jsonl:
 // one record per line with "metadata" (request_start_ns, or timestamp_ns
 // in early versions; x_request_id; was_cancelled), "metrics" (each a

@@ -28,19 +28,6 @@ const MaxCaptureLine = 8 << 20
 // expected.
 var ErrCapture = fmt.Errorf("%w (SSE capture)", ErrFormat)
 
-// The raw SSE capture reads as a trace: its bytes are parsed again exactly
-// as the live client parsed them.
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "sse",
-		Describe: "raw OpenAI SSE capture with arrival times (underrun capture --sse)",
-		Sniff:    SniffCapture,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewCaptureReader(r, name), nil
-		},
-	})
-}
-
 var _ Decoder = (*CaptureReader)(nil)
 
 // A raw SSE capture is JSON Lines: a header, then for each stream (they
@@ -287,11 +274,8 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 	d.sawRecord = true
 	switch rec.Type {
 	case "sse_header":
-		if rec.Format != CaptureFormat {
-			return nil, d.errorf("header names format %q; want %q", rec.Format, CaptureFormat)
-		}
-		if rec.Version > CaptureVersion {
-			return nil, d.errorf("capture version %d is newer than this reader (version %d)", rec.Version, CaptureVersion)
+		if err := checkHeader(rec.Format, CaptureFormat, false, int64(rec.Version), CaptureVersion, "capture"); err != nil {
+			return nil, d.errorf("%v", err)
 		}
 		return nil, nil
 	case "request":

@@ -95,19 +95,7 @@ func FuzzCaptureReader(f *testing.F) {
 `))
 	f.Add([]byte(`{"type":"request","stream":"a"}` + "\n" + `{"type":"response","stream":"a","t_ns":0,"status":500}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewCaptureReader(bytes.NewReader(data), "fuzz")
-		for range 10000 {
-			tn, err := r.Next()
-			checkFootprint(t, r, data)
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrCapture) {
-					t.Fatalf("error %v is neither EOF nor ErrCapture", err)
-				}
-				return
-			}
-			checkTurn(t, tn)
-		}
-		t.Fatal("reader did not end")
+		drainFuzz(t, NewCaptureReader(bytes.NewReader(data), "fuzz"), data, 10000, ErrCapture, nil)
 	})
 }
 func TestOpenSSECapture(t *testing.T) {

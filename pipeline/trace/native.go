@@ -311,11 +311,8 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 	}
 	switch rec.typ {
 	case "header":
-		if rec.format != "" && rec.format != FormatName {
-			return nil, d.errorf("header names format %q; want %q", rec.format, FormatName)
-		}
-		if rec.version > FormatVersion {
-			return nil, d.errorf("trace version %d is newer than this reader (version %d)", rec.version, FormatVersion)
+		if err := checkHeader(rec.format, FormatName, true, rec.version, FormatVersion, "trace"); err != nil {
+			return nil, d.errorf("%v", err)
 		}
 		return nil, nil
 	case "turn":

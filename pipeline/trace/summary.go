@@ -12,35 +12,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-func init() {
-	Formats = append(Formats,
-		Format{
-			Name:     "aiperf-summary",
-			Describe: "AIPerf profile_export_aiperf.json (the run's summary only)",
-			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolAIPerf },
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSummaryReader(r, name, ToolAIPerf), nil
-			},
-		},
-		Format{
-			Name:     "llmperf-summary",
-			Describe: "llmperf *_summary.json (the run's summary only)",
-			Sniff:    sniffLLMPerfSummary,
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSummaryReader(r, name, ToolLLMPerf), nil
-			},
-		},
-		Format{
-			Name:     "genai-perf-summary",
-			Describe: "GenAI-Perf profile_export_genai_perf.json (the run's summary only)",
-			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolGenAIPerf },
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSummaryReader(r, name, ToolGenAIPerf), nil
-			},
-		},
-	)
-}
-
 // SummaryReader reads a file that holds a benchmark run's summary and no
 // per-request timings: AIPerf's profile_export_aiperf.json and GenAI-Perf's
 // profile_export_genai_perf.json (an object of metrics, each {"unit",
@@ -137,11 +108,8 @@ func (d *SummaryReader) parse() error {
 	if err != nil {
 		return err
 	}
-	if c, err := s.peek(); err != io.EOF {
-		if err != nil {
-			return s.ioError(err)
-		}
-		return s.errorf("more after the summary object: %s", describe(c))
+	if err := s.end("the summary object"); err != nil {
+		return err
 	}
 	if len(d.summary.Values) == 0 && d.summary.Completed < 0 && d.summary.Failed == nil {
 		want := `{"unit": ..., "avg": ...}`

@@ -1,9 +1,7 @@
 package trace
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -25,14 +23,7 @@ func TestNativeUnknownFields(t *testing.T) {
 `
 	d := NewNativeReader(strings.NewReader(in), "in.jsonl")
 	var ids []string
-	for {
-		turn, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for turn, err := d.Next(); err == nil; turn, err = d.Next() {
 		ids = append(ids, turn.ID)
 	}
 	if got, want := strings.Join(ids, ","), "a,b"; got != want {
