@@ -81,10 +81,13 @@ func openInput(e *env, name string) (*input, error) {
 	return in, nil
 }
 
-// warnf prints a warning on the command's stderr: something in the input
-// was passed over, and the command goes on.
+// warningPrefix begins every warning line on stderr: something in the
+// input was passed over, and the command goes on.
+const warningPrefix = "underrun: warning: "
+
+// warnf prints a warning on the command's stderr.
 func warnf(e *env, format string, args ...any) {
-	fmt.Fprintf(e.stderr, "underrun: warning: "+format+"\n", args...)
+	fmt.Fprintf(e.stderr, warningPrefix+format+"\n", args...)
 }
 
 // isFile reports whether name is a file that exists (not a folder).
@@ -166,7 +169,7 @@ func (in *input) Close() {
 	}
 	if w, ok := in.dec.(trace.Warner); ok {
 		for _, msg := range w.Warnings() {
-			fmt.Fprintf(in.warn, "underrun: warning: %s\n", msg)
+			fmt.Fprintln(in.warn, warningPrefix+msg)
 		}
 	}
 	if c, ok := in.dec.(io.Closer); ok {

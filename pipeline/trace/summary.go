@@ -101,7 +101,9 @@ func (d *SummaryReader) parse() error {
 			})
 		case key == "error_summary" && d.tool == ToolAIPerf:
 			d.where = key
-			return d.errorSummary()
+			err := d.errorSummary()
+			d.where = ""
+			return err
 		}
 		return d.statObject(key, key, c)
 	})
