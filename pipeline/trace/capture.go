@@ -180,6 +180,8 @@ type CaptureReader struct {
 	sawRecord bool
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
+	keys      scanner // walks a record's keys, for unknownFields
+	unknownFields
 }
 
 // NewCaptureReader returns a reader of r; name labels errors.
@@ -255,6 +257,20 @@ func (d *CaptureReader) NextStream() (*Stream, error) {
 
 var errCaptureSyntax = errors.New("not JSON")
 
+// noteUnknown notes the fields of a record (valid JSON, of type kind)
+// that captureRecord does not define: encoding/json reads past them.
+func (d *CaptureReader) noteUnknown(line []byte, kind string) {
+	d.keys.reset(line)
+	d.keys.eachKey(func(key []byte) {
+		switch string(key) {
+		case "type", "format", "version", "source", "stream", "session", "start_unix_ns", "method", "path", "model",
+			"t_ns", "status", "content_type", "data", "data_b64", "read_error", "cancelled":
+		default:
+			d.note(d.name, d.lines.line, kind, key)
+		}
+	})
+}
+
 func (d *CaptureReader) record(line []byte) (*Stream, error) {
 	var rec captureRecord
 	if line[0] != '{' {
@@ -272,6 +288,7 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		return nil, d.errorf("%v", err)
 	}
 	d.sawRecord = true
+	d.noteUnknown(line, rec.Type)
 	switch rec.Type {
 	case "sse_header":
 		if err := checkHeader(rec.Format, CaptureFormat, false, int64(rec.Version), CaptureVersion, "capture"); err != nil {

@@ -59,6 +59,38 @@ func (s *scanner) topArray(what, key, file, arrays string) error {
 	return s.expect('[', "an array of "+arrays)
 }
 
+// eachKey calls fn with each key of the object s holds, the bytes valid
+// during the call, skipping the values; it stops quietly at anything that
+// is not an object (the record was read already, by another parser).
+func (s *scanner) eachKey(fn func(key []byte)) {
+	if s.expect('{', "an object") != nil {
+		return
+	}
+	for i := 0; ; i++ {
+		c, err := s.peek()
+		if err != nil || c == '}' {
+			return
+		}
+		if i > 0 {
+			if c != ',' {
+				return
+			}
+			s.readByte()
+		}
+		key, err := s.strBytes()
+		if err != nil {
+			return
+		}
+		fn(key)
+		if s.expect(':', "':' after an object key") != nil {
+			return
+		}
+		if _, err := s.skip(); err != nil {
+			return
+		}
+	}
+}
+
 // end checks that nothing but white space follows what was read, the
 // whole of what (named for errors).
 func (s *scanner) end(what string) error {

@@ -59,4 +59,7 @@ func truncateField(field []byte) string {
 // Warnings returns the notes, oldest first.
 func (u *unknownFields) Warnings() []string { return u.notes }
 
-var _ Warner = (*NativeReader)(nil)
+var (
+	_ Warner = (*NativeReader)(nil)
+	_ Warner = (*CaptureReader)(nil)
+)

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -65,5 +66,34 @@ func TestNativeUnknownFieldsBounded(t *testing.T) {
 	}
 	if n := len(d.Warnings()); n != maxFieldWarnings+1 || !strings.Contains(d.Warnings()[n-1], "more fields of unknown names") {
 		t.Errorf("%d warnings, the last %q", n, d.Warnings()[n-1])
+	}
+}
+
+// TestCaptureUnknownFields: a raw SSE capture's record with a field the
+// capture format does not define is read as without it, and warned of
+// once per name; the writer's own captures give none.
+func TestCaptureUnknownFields(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"sse_header","format":"underrun-sse","version":1}
+{"type":"request","stream":"a","start_unix_ns":1,"retries":0}
+{"type":"response","stream":"a","t_ns":5,"status":200,"content_type":"text/event-stream"}
+{"type":"read","stream":"a","t_ns":9,"data":"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n","tls":{"v":1.3}}
+{"type":"close","stream":"a","t_ns":10,"retries":1}
+`
+	d := NewCaptureReader(strings.NewReader(in), "c.jsonl")
+	turn, err := d.Next()
+	if err != nil || len(turn.Chunks) != 1 || turn.Chunks[0].Text != "Hi" {
+		t.Fatalf("turn %+v, error %v", turn, err)
+	}
+	got, want := strings.Join(d.Warnings(), "\n"), `c.jsonl:2: field "retries" of a request record is not one the format defines; ignored, here and on every later line
+c.jsonl:4: field "tls" of a read record is not one the format defines; ignored, here and on every later line`
+	if got != want {
+		t.Errorf("warnings\n%s\nwant\n%s", got, want)
+	}
+	d = NewCaptureReader(bytes.NewReader(benchCapture(1<<16)), "w.jsonl")
+	for _, err := d.Next(); err == nil; _, err = d.Next() {
+	}
+	if len(d.Warnings()) != 0 {
+		t.Errorf("warnings on the writer's capture: %q", d.Warnings())
 	}
 }
