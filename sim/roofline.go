@@ -462,7 +462,11 @@ func (r Roofline) String() string {
 	case r.Prefill.ClosedLoop:
 		prompt := r.othersPrompt()
 		s += fmt.Sprintf("; closed loop of %d clients: %s-token prompts, %s-token answers (%.3g prefill tokens per step), %s",
-			r.Batch, prompt.Dist, r.Prefill.Output.Dist, float64(r.Batch-1)*prompt.Mean/r.Prefill.Output.Mean, mode)
+			r.Batch, prompt.Dist, r.Prefill.Output.Dist, float64(r.Running()-1)*prompt.Mean/r.Prefill.Output.Mean, mode)
+		if n := r.Running(); n < r.Batch {
+			s += fmt.Sprintf("; the KV cache holds %d: the other %d wait in the queue, %v each",
+				n, r.Batch-n, r.QueueWait().Round(time.Millisecond))
+		}
 	case r.Prefill.Rate > 0:
 		s += fmt.Sprintf("; prefill load %.3g req/s x %s tokens, %s, load %.0f%%",
 			r.Prefill.Rate, r.Prefill.Prompt.Dist, mode, 100*r.Load())
