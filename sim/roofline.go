@@ -17,13 +17,13 @@ import (
 const (
 	// DefaultBandwidthEfficiency is the share of the data-sheet memory
 	// bandwidth a decode step achieves.
-	DefaultBandwidthEfficiency = 0.77
+	DefaultBandwidthEfficiency = 0.76
 	// DefaultComputeEfficiency is the share of the data-sheet tensor
 	// throughput a step of a dense model achieves (model FLOPs
 	// utilization), prefill and large batches alike. NIM's single-user
 	// TTFT of 5000 tokens on 2 x H100 (407 ms, HTTP included) says at
 	// least 0.45.
-	DefaultComputeEfficiency = 0.46
+	DefaultComputeEfficiency = 0.45
 	// MI300XComputeEfficiency is the mi300x profile's compute efficiency:
 	// its published points (vLLM on ROCm) compute at a far smaller share
 	// of the data sheet than the NVIDIA ones.
@@ -32,7 +32,7 @@ const (
 	// mixture of experts: its tokens are permuted to their experts and
 	// back, and the experts' grouped GEMMs, each over its share of the
 	// tokens, run below a dense GEMM's share of the data sheet.
-	DefaultExpertComputeEfficiency = 0.33
+	DefaultExpertComputeEfficiency = 0.34
 	// B200FixedCostScale is the b200 profile's fixed cost scale: its
 	// published points (DeepSeek-R1 with TensorRT-LLM) pay about half the
 	// fixed cost the same software pays on H200.
