@@ -30,12 +30,16 @@ const (
 // that pause.
 const (
 	DefaultMargin = 25 * time.Millisecond
-	MarginShare   = 0.15
+	MarginShare   = 0.3
 	// maxWordPause caps the pause a voice is taken to make between words.
 	maxWordPause = 60 * time.Millisecond
 	// inWordMargin is how much longer than the word pause a silence inside a
 	// word must be to be a gap (a stop consonant's closure is silence).
 	inWordMargin = 60 * time.Millisecond
+	// WordMargin is the margin between words: a streaming synthesizer
+	// that waited for the next word leaves a longer pause of its own
+	// there (espeak-ng: up to 50 ms more than its usual).
+	WordMargin = 60 * time.Millisecond
 )
 
 // Options configure Analyze.
@@ -305,25 +309,43 @@ func words(text string, off int) (before, after string) {
 	return text[a:b], text[off:e]
 }
 
-// measurePauses sets the voice's pause at each place: the lower quartile
-// of the silences found there, where there are at least three (most of a
+// measurePauses sets the voice's pause at each place: the median of the
+// silences found at punctuation (the lower quartile between words), where there are at least two (most of a
 // voice's pauses are its own, and an underrun only lengthens one), capped
-// at twice the voice model's; else the voice model's.
+// at twice the voice model's; else the sentence pause from the clause
+// pause in the model's ratio, the clause pause as long as the sentence
+// pause, or the voice model's.
 func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
 	model := map[Place]time.Duration{AtWord: 0, AtClause: v.CommaPause, AtSentence: v.SentencePause}
 	limit := map[Place]time.Duration{AtWord: maxWordPause, AtClause: 2 * v.CommaPause, AtSentence: 2 * v.SentencePause}
+	measured := map[Place]bool{}
 	for place, m := range model {
 		var ls []time.Duration
 		for _, h := range hs {
-			if h.Place == place {
+			if h.Place == place || place == AtWord && h.Place == InWord {
 				ls = append(ls, h.Length())
 			}
 		}
 		r.Pauses[place] = m
-		if len(ls) >= 3 {
+		if len(ls) >= 2 || place == AtWord && len(ls) > 0 {
 			slices.Sort(ls)
-			r.Pauses[place] = min(ls[(len(ls)-1)/4], limit[place])
+			q := (len(ls) - 1) / 2 // the median at punctuation, whose pauses vary
+			if place == AtWord {
+				q = (len(ls) - 1) / 4
+			}
+			r.Pauses[place] = min(ls[q], limit[place])
+			measured[place] = true
 		}
+	}
+	// a voice's clause and sentence pauses keep the model's ratio: one
+	// measured gives the other
+	switch {
+	case measured[AtClause] && !measured[AtSentence] && v.CommaPause > 0:
+		r.Pauses[AtSentence] = time.Duration(float64(r.Pauses[AtClause]) * float64(v.SentencePause) / float64(v.CommaPause))
+	case measured[AtSentence] && !measured[AtClause]:
+		// a voice's clause pauses vary more than the ratio says: as long
+		// as its sentence pause, so that none is taken for a gap
+		r.Pauses[AtClause] = r.Pauses[AtSentence]
 	}
 	r.Pauses[InWord] = r.Pauses[AtWord]
 }
@@ -333,8 +355,11 @@ func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
 func (r *Result) classify(h *Heard) {
 	h.Expected = r.Pauses[h.Place]
 	margin := DefaultMargin + time.Duration(MarginShare*float64(h.Expected))
-	if h.Place == InWord {
+	switch h.Place {
+	case InWord:
 		margin = inWordMargin
+	case AtWord:
+		margin = WordMargin
 	}
 	h.Kind, h.Confidence = decide(h.Length()-h.Expected, margin)
 }

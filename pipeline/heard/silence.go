@@ -19,7 +19,7 @@ const (
 	DefaultMinSilence = 30 * time.Millisecond
 	// DefaultAboveFloor is how far above the recording's noise floor, in
 	// dB, a frame still counts as silence.
-	DefaultAboveFloor = 10.0
+	DefaultAboveFloor = 5.0
 	// DefaultBelowSpeech is how far below the speech's level, in dB, a
 	// frame counts as silence whatever the noise floor.
 	DefaultBelowSpeech = 45.0
