@@ -12,38 +12,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/sim"
 )
 
-// lockedBuffer is a bytes.Buffer safe for a command writing while a test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // server is a long-running command (mock, proxy) started in the test.
 type server struct {
 	url            string
-	stdout, stderr *lockedBuffer
+	stdout, stderr *testkit.Buffer
 	code           chan int
 	cancel         context.CancelFunc
 }
@@ -55,7 +36,7 @@ var listenRe = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)`)
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, code: make(chan int, 1), cancel: cancel}
+	s := &server{stdout: &testkit.Buffer{}, stderr: &testkit.Buffer{}, code: make(chan int, 1), cancel: cancel}
 	go func() { s.code <- run(ctx, args, strings.NewReader(""), s.stdout, s.stderr) }()
 	// however long a busy machine takes to start it (the test's own
 	// deadline ends a command that never says)

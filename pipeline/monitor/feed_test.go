@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -42,7 +43,7 @@ func TestFeedMatchesOfflineAnalysis(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var rec lockedBuffer
+	var rec testkit.Buffer
 	_, ts := startServer(t, Options{Config: cfg, Record: &rec})
 	ev := subscribe(t, ts)
 	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
@@ -191,11 +192,11 @@ func TestShardSpreadsAndMovesLittle(t *testing.T) {
 func TestFeedShardsSessions(t *testing.T) {
 	t.Parallel()
 	const monitors, sessions = 3, 12
-	recs := make([]*lockedBuffer, monitors)
+	recs := make([]*testkit.Buffer, monitors)
 	srvs := make([]*Server, monitors)
 	urls := make([]string, monitors)
 	for i := range monitors {
-		recs[i] = &lockedBuffer{}
+		recs[i] = &testkit.Buffer{}
 		var ts *httptest.Server
 		srvs[i], ts = startServer(t, Options{Record: recs[i]})
 		urls[i] = ts.URL

@@ -13,6 +13,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // heldTrace is a trace writer that holds up the client's read loop on the
@@ -75,7 +76,7 @@ func TestClientKernelClock(t *testing.T) {
 	if !rxstamp.Supported() {
 		t.Skip("this system gives no kernel receive stamps; the client keeps read times")
 	}
-	stampsOn(t)
+	testkit.KeepStamps(t)
 	const hold = 60 * time.Millisecond
 	for _, readClock := range []bool{false, true} {
 		reading, arrived, next := make(chan struct{}), make(chan struct{}), make(chan struct{})

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
-	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
 )
 
 // step is one thing a scripted server does: write (and flush) bytes, then
@@ -274,46 +272,5 @@ func TestClientBadRequest(t *testing.T) {
 	s, err := c.Stream(context.Background(), "t", "", Request{Model: "m"})
 	if err != nil || s.Turn.Status != pipeline.StatusError || s.Turn.Error == "" {
 		t.Errorf("turn %+v, error %v", s.Turn, err)
-	}
-}
-
-// stampsOn turns the kernel's receive stamps on for the rest of the test
-// and waits until they come: the kernel enables them a moment after the
-// first socket asks (a worker thread does, later on a busy machine) and
-// off again when the last one closes, so one stamping socket stays open.
-// Where the system has none, it returns at once.
-func stampsOn(t *testing.T) {
-	t.Helper()
-	if !rxstamp.Supported() {
-		return
-	}
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := rxstamp.Listener(plain)
-	t.Cleanup(func() { ln.Close() })
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	buf := make([]byte, 1)
-	for {
-		if _, err := client.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rxstamp.Stamp(srv); ok {
-			return
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -19,26 +19,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // proxyTo starts a loopback proxy in front of upstream.
 func proxyTo(t *testing.T, upstream string, setup func(p *Proxy)) *httptest.Server {
@@ -154,7 +137,7 @@ func TestProxyGuards(t *testing.T) {
 	mock := mockServer(t, &Mock{Turns: []*pipeline.Turn{orig}})
 	var events []pipeline.Event
 	var evMu sync.Mutex
-	var logs, capture syncBuffer
+	var logs, capture testkit.Buffer
 	cfg := pipeline.DefaultConfig()
 	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{
 		Logger: zerolog.New(&logs),
