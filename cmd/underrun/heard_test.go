@@ -14,6 +14,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/player"
 	"github.com/speech-pipeline/underrun/tts/render"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
@@ -26,12 +27,15 @@ type heardOut struct {
 			LengthMs    float64  `json:"length_ms"`
 			Kind        string   `json:"kind"`
 			Place       string   `json:"place"`
+			ExpectedMs  float64  `json:"expected_ms"`
 			GapStartMs  *float64 `json:"gap_start_ms"`
 			GapLengthMs *float64 `json:"gap_length_ms"`
 			Underrun    *struct {
-				Cause string `json:"cause"`
-				Class string `json:"class"`
-				Token int    `json:"token"`
+				StartMs    float64 `json:"start_ms"`
+				DurationMs float64 `json:"duration_ms"`
+				Cause      string  `json:"cause"`
+				Class      string  `json:"class"`
+				Token      int     `json:"token"`
 			} `json:"underrun"`
 		} `json:"silences"`
 	} `json:"recording"`
@@ -78,6 +82,17 @@ func recordSpeak(t *testing.T, dir, name, scenario string) heardRun {
 	if code == exitUsage {
 		t.Fatalf("speak %s: exit %d: %s", name, code, errOut)
 	}
+	h := readTruth(t, &r, out)
+	for i := range r.gaps {
+		r.gaps[i].atMs = float64(h.FirstSample+h.Gaps[i].Played) * 1000 / 22050
+	}
+	return r
+}
+
+// readTruth reads what the player counted from speak's JSON report out
+// and r's record: each gap in turn time, with the cause speak gave it.
+func readTruth(t *testing.T, r *heardRun, out string) player.Heard {
+	t.Helper()
 	var rep struct {
 		Heard struct {
 			List []struct {
@@ -88,7 +103,7 @@ func recordSpeak(t *testing.T, dir, name, scenario string) heardRun {
 		} `json:"heard"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("speak %s: %v: %s", name, err, out)
+		t.Fatalf("speak %s: %v: %s", r.name, err, out)
 	}
 	f, err := os.Open(r.rec)
 	if err != nil {
@@ -101,13 +116,13 @@ func recordSpeak(t *testing.T, dir, name, scenario string) heardRun {
 	}
 	h := rec.Heard["t1"]
 	for i, g := range h.Gaps {
-		tg := truthGap{atMs: float64(h.FirstSample+g.Played) * 1000 / 22050, lengthMs: float64(g.Duration) / 1e6}
+		tg := truthGap{atMs: float64(g.Start) / 1e6, lengthMs: float64(g.Duration) / 1e6}
 		if i < len(rep.Heard.List) {
 			tg.cause = rep.Heard.List[i].Cause
 		}
 		r.gaps = append(r.gaps, tg)
 	}
-	return r
+	return h
 }
 
 // degrade adds white noise at noiseDB dBFS and drops the level by dropDB
@@ -122,16 +137,27 @@ func degrade(t *testing.T, in, out string, noiseDB, dropDB float64, seed uint64)
 	if err != nil {
 		t.Fatal(err)
 	}
+	degradeSamples(a.Samples, noiseDB, dropDB, seed)
+	writeWAVFile(t, out, a)
+}
+
+// degradeSamples adds white noise at noiseDB dBFS to s and drops its level
+// by dropDB from the middle on.
+func degradeSamples(s []float32, noiseDB, dropDB float64, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	noise := math.Pow(10, noiseDB/20)
 	gain := math.Pow(10, -dropDB/20)
-	for i := range a.Samples {
-		v := float64(a.Samples[i])
-		if i >= len(a.Samples)/2 {
+	for i := range s {
+		v := float64(s[i])
+		if i >= len(s)/2 {
 			v *= gain
 		}
-		a.Samples[i] = float32(v + noise*rng.NormFloat64())
+		s[i] = float32(v + noise*rng.NormFloat64())
 	}
+}
+
+func writeWAVFile(t *testing.T, out string, a tts.Audio) {
+	t.Helper()
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +172,7 @@ func degrade(t *testing.T, in, out string, noiseDB, dropDB float64, seed uint64)
 type score struct {
 	truth, found, matched, onTime int
 	causeSame                     int
-	falseGaps                     []string
+	falseGaps, late               []string
 	missed                        []string
 	worstStart, worstLength       float64
 }
@@ -196,11 +222,15 @@ func judge(t *testing.T, r heardRun, wav string) score {
 		s.worstStart, s.worstLength = math.Max(s.worstStart, ds), math.Max(s.worstLength, dl)
 		if ds <= 20 {
 			s.onTime++
+		} else if ds > 20+h.ExpectedMs {
+			s.late = append(s.late, fmt.Sprintf("%.1f ms for %.1f ms found at %.1f ms for %.1f ms (a %s place, pause %.0f ms)", g.atMs, g.lengthMs, *h.GapStartMs, *h.GapLengthMs, h.Place, h.ExpectedMs))
 		} else {
 			t.Logf("%s: gap at %.1f ms for %.1f ms found at %.1f ms for %.1f ms (a %s place)", r.name, g.atMs, g.lengthMs, *h.GapStartMs, *h.GapLengthMs, h.Place)
 		}
 		if h.Underrun != nil && h.Underrun.Cause == g.cause {
 			s.causeSame++
+		} else if h.Underrun != nil {
+			t.Logf("%s: gap at %.1f ms for %.1f ms: cause %s, speak's %s", r.name, g.atMs, g.lengthMs, h.Underrun.Cause, g.cause)
 		}
 	}
 	for i, h := range got.Recording.Silences {
@@ -281,6 +311,9 @@ func evaluate(t *testing.T, n int) map[string]*score {
 			for _, m := range s.missed {
 				t.Errorf("%s (%s): the gap the player counted at %s was not found", r.name, cond, m)
 			}
+			for _, l := range s.late {
+				t.Errorf("%s (%s): the gap the player counted at %s: further than 20 ms and the voice's pause there", r.name, cond, l)
+			}
 			for _, f := range s.falseGaps {
 				t.Errorf("%s (%s): a voice pause taken for an underrun: %s", r.name, cond, f)
 			}
@@ -307,8 +340,10 @@ func ratio(a, b int) float64 {
 // The evaluation: recordings made by speak --wav-out (espeak-ng) of
 // answers with commas, sentence ends and lists, with none to three
 // stalls, heard clean and with noise and a level drop: every gap the
-// player counted (of 80 ms or more) is found, within 20 ms, with the
-// cause speak gave it, and no voice pause is an underrun. The default run
+// player counted (of 80 ms or more) is found, within 20 ms (at
+// punctuation, within 20 ms and the voice's pause there, which a
+// synthesizer fed word by word leaves out in some runs), with the cause
+// speak gave it, and no voice pause is an underrun. The default run
 // makes 6 recordings; UNDERRUN_HEARD_EVAL=30 (or more) makes the table
 // of the docs.
 func TestHeardFindsSpeakGaps(t *testing.T) {
@@ -331,11 +366,6 @@ func TestHeardFindsSpeakGaps(t *testing.T) {
 		s := total[cond]
 		t.Logf("| %s | %d | %d | %.3f | %.3f | %d of %d | %d of %d | %.1f / %.1f ms |", cond, s.truth, s.found,
 			ratio(s.matched, s.found), ratio(s.matched, s.truth), s.onTime, s.matched, s.causeSame, s.matched, s.worstStart, s.worstLength)
-		// the gap's start within 30 ms (20 ms for most): a streaming voice
-		// that waited for its next word adds a pause of its own beside the gap
-		if s.worstStart > 30 {
-			t.Errorf("%s: a gap found %.1f ms from where the player counted it", cond, s.worstStart)
-		}
 		if s.causeSame != s.matched {
 			t.Errorf("%s: %d of %d gaps found have speak's cause", cond, s.causeSame, s.matched)
 		}
@@ -347,7 +377,9 @@ func TestHeardDebugKeep(t *testing.T) {
 	if dir == "" {
 		t.Skip("debug")
 	}
-	for i := range 6 {
+	for _, f := range strings.Fields(os.Getenv("UNDERRUN_HEARD_CASES")) {
+		var i int
+		fmt.Sscanf(f, "%d", &i)
 		r := heardCase(t, dir, i)
 		degrade(t, r.wav, filepath.Join(dir, r.name+"-noisy.wav"), -50, 10, uint64(i))
 	}

@@ -367,6 +367,9 @@ func (r *Result) classify(h *Heard) {
 // setGap sets the gap of h, an underrun: the silence beyond the pause the
 // voice makes at its place (between words, the mean it leaves there),
 // ending where the silence ends (the next audio follows the gap at once).
+// At punctuation a synthesizer may leave its pause out when the text after
+// it is late (espeak-ng fed word by word does so in some runs, not in
+// others): the gap then lies up to that pause from where it is put.
 func (r *Result) setGap(h *Heard) {
 	if h.Kind != Gap {
 		return
