@@ -372,15 +372,63 @@ func TestHeardFindsSpeakGaps(t *testing.T) {
 	}
 }
 
-func TestHeardDebugKeep(t *testing.T) {
-	dir := os.Getenv("UNDERRUN_HEARD_KEEP")
-	if dir == "" {
-		t.Skip("debug")
+// heard without a trace lists the gaps, fails on an interruption, and
+// draws the waveform with the gap marked; bad input is exit 2.
+func TestHeardAloneAndUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const rate = 16000
+	var s []float32
+	tone := func(d float64) {
+		for i := range int(d * rate) {
+			s = append(s, float32(0.3*math.Sin(2*math.Pi*220*float64(i)/rate)))
+		}
 	}
-	for _, f := range strings.Fields(os.Getenv("UNDERRUN_HEARD_CASES")) {
-		var i int
-		fmt.Sscanf(f, "%d", &i)
-		r := heardCase(t, dir, i)
-		degrade(t, r.wav, filepath.Join(dir, r.name+"-noisy.wav"), -50, 10, uint64(i))
+	tone(0.5)
+	s = append(s, make([]float32, rate/10)...) // 100 ms: a pause
+	tone(0.5)
+	s = append(s, make([]float32, rate)...) // 1 s: a gap
+	tone(0.5)
+	wav := filepath.Join(dir, "call.wav")
+	writeWAVFile(t, wav, tts.Audio{Samples: s, Rate: rate})
+	svg := filepath.Join(dir, "heard.svg")
+	code, out, errOut := runCLI(t, "", "heard", "-o", "json", "--plot", svg, wav)
+	if code != exitFail {
+		t.Fatalf("exit %d, want 1 (an interruption): %s %s", code, out, errOut)
+	}
+	var got heardOut
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Recording.Silences) != 2 || got.Recording.Silences[0].Kind != "pause" || got.Recording.Silences[1].Kind != "underrun" {
+		t.Fatalf("silences %+v, want a pause and an underrun", got.Recording.Silences)
+	}
+	if g := got.Recording.Silences[1]; math.Abs(*g.GapStartMs+*g.GapLengthMs-2100) > 5 || g.Underrun == nil || g.Underrun.Class != "interruption" {
+		t.Errorf("gap %+v, want an interruption ending at 2100 ms", g)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `class="gap"`); n != 1 || !strings.Contains(string(b), `class="waveform"`) {
+		t.Errorf("the plot marks %d gaps, want 1, with the waveform", n)
+	}
+	code, out, _ = runCLI(t, "", "heard", wav)
+	if code != exitFail || !strings.Contains(out, "verdict: FAIL") || !strings.Contains(out, "interruptions: 1") {
+		t.Errorf("text report: exit %d\n%s", code, out)
+	}
+	notWAV := filepath.Join(dir, "x.wav")
+	os.WriteFile(notWAV, []byte("hello"), 0o644)
+	for _, args := range [][]string{
+		{"heard", "--channel", "left2", wav},
+		{"heard", "--channel", "2", wav},
+		{"heard", notWAV},
+		{"heard", filepath.Join(dir, "missing.wav")},
+		{"heard", "--plot", "x.html", wav},
+		{"heard"},
+	} {
+		if code, _, errOut := runCLI(t, "", args...); code != exitUsage {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut)
+		}
 	}
 }
