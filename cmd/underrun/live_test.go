@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -87,17 +85,7 @@ func readTurns(t *testing.T, path string) []*pipeline.Turn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*pipeline.Turn
-	for {
-		tn, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, tn)
-	}
+	return testkit.All(t, dec.Next)
 }
 
 type jsonReport struct {

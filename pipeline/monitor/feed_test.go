@@ -2,8 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math"
 	"net/http/httptest"
 	"slices"
@@ -226,18 +224,8 @@ func TestFeedShardsSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var turns []*pipeline.Turn
 		r := trace.NewNativeReader(strings.NewReader(recs[i].String()), "rec")
-		for {
-			tn, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			turns = append(turns, tn)
-		}
+		turns := testkit.All(t, r.Next)
 		if len(turns) != want[i] {
 			t.Errorf("monitor %d recorded %d turns, want %d", i, len(turns), want[i])
 		}

@@ -434,14 +434,7 @@ func TestShutdownUnderLoadKeepsRecording(t *testing.T) {
 	// every turn in the recording is whole, and holds every chunk accepted
 	r := trace.NewNativeReader(bytes.NewReader(rec.Bytes()), "recording")
 	turns, chunks := 0, 0
-	for {
-		turn, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("recording: %v", err)
-		}
+	for _, turn := range testkit.All(t, r.Next) {
 		if turn.Status != pipeline.StatusOK && turn.Status != pipeline.StatusIncomplete {
 			t.Errorf("turn %s ended %s", turn.ID, turn.Status)
 		}

@@ -87,13 +87,13 @@ func TestClientKernelClock(t *testing.T) {
 				io.WriteString(w, s)
 				w.(http.Flusher).Flush()
 			}
-			send(chat(`{"content":"a"}`))
+			send(testkit.ChatChunk(`{"content":"a"}`))
 			select {
 			case <-reading:
 			case <-r.Context().Done():
 				return
 			}
-			send(chat(`{"content":"b"}`))
+			send(testkit.ChatChunk(`{"content":"b"}`))
 			conn := r.Context().Value(connKey{}).(net.Conn)
 			for {
 				if n, err := unacked(conn); err != nil || n == 0 {
@@ -114,8 +114,8 @@ func TestClientKernelClock(t *testing.T) {
 			case <-r.Context().Done():
 				return
 			}
-			send(chat(`{"content":"c"}`))
-			send(done)
+			send(testkit.ChatChunk(`{"content":"c"}`))
+			send(testkit.Done)
 		}))
 		srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // step is one thing a scripted server does: write (and flush) bytes, then
@@ -92,7 +93,7 @@ func (f *fakeTrace) EndTurn(t *pipeline.Turn) error {
 func TestClientRequest(t *testing.T) {
 	t.Parallel()
 	seen := make(chan *http.Request, 1)
-	srv := scripted(t, 200, "text/event-stream", []step{{write: chat(`{"content":"ok"}`) + done}}, seen)
+	srv := scripted(t, 200, "text/event-stream", []step{{write: testkit.ChatChunk(`{"content":"ok"}`) + testkit.Done}}, seen)
 	ft := &fakeTrace{}
 	c := &Client{BaseURL: srv.URL + "/v1/", APIKey: "sk-secret", Trace: ft}
 	s, err := c.Stream(context.Background(), "t1", "s1", Request{Model: "m", Prompt: Prompt{Text: "hi"}, MaxTokens: 7})
@@ -155,21 +156,21 @@ func TestClientStreams(t *testing.T) {
 		errHas string
 	}{
 		{"vLLM chat", 200, "text/event-stream", []step{
-			{write: chat(`{"role":"assistant","content":""}`)}, {write: chat(`{"content":"Hello"}`), sleep: 5 * ms},
-			{write: chat(`{"content":" world"}`)}, {write: finishChunk + usageChunk + done}}, 0, "Hello world", pipeline.StatusOK, ""},
+			{write: testkit.ChatChunk(`{"role":"assistant","content":""}`)}, {write: testkit.ChatChunk(`{"content":"Hello"}`), sleep: 5 * ms},
+			{write: testkit.ChatChunk(`{"content":" world"}`)}, {write: testkit.FinishChunk + testkit.UsageChunk + testkit.Done}}, 0, "Hello world", pipeline.StatusOK, ""},
 		{"CRLF, comments, split writes", 200, "text/event-stream", []step{
 			{write: ": keep-alive\r\n\r\n"}, {write: "data: {\"choices\":[{\"index\":0,"}, {write: "\"delta\":{\"content\":\"A\"}}]}\r"},
 			{write: "\n\r\n"}, {write: "data: [DONE]\r\n\r\n"}}, 0, "A", pipeline.StatusOK, ""},
 		{"HTTP error", 503, "application/json", []step{{write: `{"object":"error","message":"busy","code":503}`}}, 0,
 			"", pipeline.StatusError, "HTTP 503: busy"},
 		{"server dies mid-stream", 200, "text/event-stream", []step{
-			{write: chat(`{"content":"a"}`)}, {write: chat(`{"content":"b"}`)}, {abort: true}}, 0,
+			{write: testkit.ChatChunk(`{"content":"a"}`)}, {write: testkit.ChatChunk(`{"content":"b"}`)}, {abort: true}}, 0,
 			"ab", pipeline.StatusError, ""},
 		{"error event mid-stream", 200, "text/event-stream", []step{
-			{write: chat(`{"content":"a"}`)}, {write: `data: {"error":{"message":"OOM"}}` + "\n\n"}, {write: done}}, 0,
+			{write: testkit.ChatChunk(`{"content":"a"}`)}, {write: `data: {"error":{"message":"OOM"}}` + "\n\n"}, {write: testkit.Done}}, 0,
 			"a", pipeline.StatusError, "OOM"},
 		{"idle timeout", 200, "text/event-stream", []step{
-			{write: chat(`{"content":"a"}`), sleep: 2 * time.Second}, {write: done}}, 150 * ms,
+			{write: testkit.ChatChunk(`{"content":"a"}`), sleep: 2 * time.Second}, {write: testkit.Done}}, 150 * ms,
 			"a", pipeline.StatusError, "no data from the server for 150ms"},
 	}
 	for _, tt := range tests {
@@ -195,8 +196,8 @@ func TestClientSlowUpstream(t *testing.T) {
 	t.Parallel()
 	gap := 40 * time.Millisecond
 	srv := scripted(t, 200, "text/event-stream", []step{
-		{sleep: gap}, {write: chat(`{"content":"a"}`), sleep: gap}, {write: chat(`{"content":"b"}`), sleep: gap},
-		{write: chat(`{"content":"c"}`)}, {write: done}}, nil)
+		{sleep: gap}, {write: testkit.ChatChunk(`{"content":"a"}`), sleep: gap}, {write: testkit.ChatChunk(`{"content":"b"}`), sleep: gap},
+		{write: testkit.ChatChunk(`{"content":"c"}`)}, {write: testkit.Done}}, nil)
 	c := &Client{BaseURL: srv.URL}
 	s, err := c.Stream(context.Background(), "t", "", Request{Model: "m", Prompt: Prompt{Text: "x"}})
 	if err != nil {
@@ -223,7 +224,7 @@ func TestClientCancel(t *testing.T) {
 	left := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, chat(`{"content":"a"}`))
+		io.WriteString(w, testkit.ChatChunk(`{"content":"a"}`))
 		w.(http.Flusher).Flush()
 		select {
 		case <-r.Context().Done():

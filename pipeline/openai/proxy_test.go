@@ -58,7 +58,7 @@ func TestProxyBytes(t *testing.T) {
 		}
 	}
 	chunked := bytes.Join(pieces, nil)
-	sseBody := []byte(chat(`{"content":"caf\u00e9"}`) + ": \xff\xfe not UTF-8\n\n" + done)
+	sseBody := []byte(testkit.ChatChunk(`{"content":"caf\u00e9"}`) + ": \xff\xfe not UTF-8\n\n" + testkit.Done)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Request-Sum", sum(got))
@@ -226,8 +226,8 @@ func TestProxyGuards(t *testing.T) {
 func TestProxyFailures(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	dying := scripted(t, 200, "text/event-stream", []step{{write: chat(`{"content":"a"}`)}, {sleep: 10 * ms}, {abort: true}}, nil)
-	slow := scripted(t, 200, "text/event-stream", []step{{write: chat(`{"content":"a"}`), sleep: 3 * time.Second}, {write: done}}, nil)
+	dying := scripted(t, 200, "text/event-stream", []step{{write: testkit.ChatChunk(`{"content":"a"}`)}, {sleep: 10 * ms}, {abort: true}}, nil)
+	slow := scripted(t, 200, "text/event-stream", []step{{write: testkit.ChatChunk(`{"content":"a"}`), sleep: 3 * time.Second}, {write: testkit.Done}}, nil)
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL
 	down.Close()
