@@ -27,20 +27,8 @@ func TestHeardThroughSoundServer(t *testing.T) {
 	}
 	t.Parallel()
 	streamtest.Espeak(t, 320)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go command not found:", err)
-	}
-	dir := t.TempDir()
-	if keep := os.Getenv("UNDERRUN_KEEP_HEARD_TEST"); keep != "" {
-		dir = keep // to look at the files afterwards
-	}
 	const rate = 22050
-	srv := startSoundServer(t, dir, rate)
-	bin := filepath.Join(dir, "underrun")
-	if out, err := exec.Command(goTool, "build", "-tags", "speaker", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags speaker: %v\n%s", err, out)
-	}
+	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_HEARD_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)
 	r := heardRun{name: "sound-server", wav: filepath.Join(dir, "played.wav"), rec: filepath.Join(dir, "run.jsonl")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -50,7 +38,7 @@ func TestHeardThroughSoundServer(t *testing.T) {
 	cmd.Env = srv.env
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	recorded := stop()
 	if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
 		t.Fatalf("speak --play: %v\n%s", err, stderr.String())
@@ -132,8 +120,19 @@ func TestHeardThroughSoundServer(t *testing.T) {
 			t.Errorf("the gap the player counted at %.1f ms of the recording for %.1f ms was not found: %s", g.atMs, g.lengthMs, out)
 		}
 	}
+	// silence the server played of its own after the last gap is no
+	// voice pause
+	byServer := func(startMs, lengthMs float64) bool {
+		for _, d := range drops {
+			at := float64(from)*1000/rate + float64(d[0])/1e6
+			if at >= startMs-20 && at <= startMs+lengthMs+20 {
+				return true
+			}
+		}
+		return false
+	}
 	for i, s := range got.Recording.Silences {
-		if s.Kind == "underrun" && !used[i] && *s.GapLengthMs >= shortestGap {
+		if s.Kind == "underrun" && !used[i] && *s.GapLengthMs >= shortestGap && !byServer(s.StartMs, s.LengthMs) {
 			t.Errorf("a voice pause taken for an underrun: %.1f ms for %.1f ms at a %s place", s.StartMs, s.LengthMs, s.Place)
 		}
 	}
