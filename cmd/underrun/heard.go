@@ -27,7 +27,7 @@ pauses from underruns, and, given the trace of the LLM stream behind it, name
 the token and ITL behind each underrun with the same classes and causes as
 analyze.
 
-The recording is a WAV file (PCM 8, 16, 24 or 32 bits, 32-bit float, G.711
+The recording is a WAV file (PCM 8, 16, 24 or 32 bits, 32 or 64-bit float, G.711
 mu-law or A-law; any sample rate; mono, or several channels with --channel).
 Silence is found by level against the recording's own noise floor and speech
 level, so background noise and a change of gain move the threshold with them.
@@ -38,10 +38,11 @@ aligned to the recording's speech: the voice's articulation time between
 silences against the text between punctuation, so each silence falls at a
 sentence end, a clause end, a plain word boundary or inside a word. The
 voice's own pause at each kind of place is measured on the recording (the
-lower quartile of the silences found there) or taken from the voice model
-(--voice, a calibrated profile); a silence longer than that pause by 25 ms
-and 15% of it is an underrun, of the length beyond the pause, and is
-accounted by the engine as analyze accounts the gaps it predicts. The trace's
+median of the silences at punctuation, the lower quartile between words) or
+taken from the voice model (--voice, a calibrated profile); a silence longer
+than that pause by 25 ms and 30% of it (60 ms between words) is an underrun,
+of the length beyond the pause, and is accounted by the engine as analyze
+accounts the gaps it predicts. The trace's
 clock is set to the recording by its first sound (the first turn's first
 audio), or by --offset.
 

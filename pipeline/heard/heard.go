@@ -264,7 +264,7 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 			idx++
 			res.setGap(h)
 			if h.Kind == Gap {
-				u := explain(pl.p, h, res.Turns[i].Base)
+				u := explain(pl.p, pipeline.SpokenText(pl.t), h, res.Turns[i].Base)
 				h.Underrun = &u
 				heard = append(heard, u)
 			}
@@ -417,16 +417,16 @@ func (r *Result) classifyAlone(silences []Silence, v tts.Voice, interruption tim
 	}
 }
 
-// explain accounts gap h of a turn whose request lies at base in the
-// recording as the engine accounts an underrun there.
-func explain(p *pipeline.Playout, h *Heard, base time.Duration) pipeline.Underrun {
+// explain accounts gap h of a turn (spoken text text) whose request lies
+// at base in the recording as the engine accounts an underrun there.
+func explain(p *pipeline.Playout, text string, h *Heard, base time.Duration) pipeline.Underrun {
 	at := h.GapStart - base
 	chunk, inside := -1, h.Place == InWord
 	for i, c := range p.Chunks {
 		if h.Offset >= c.From && h.Offset < c.To {
 			chunk = i
 			from := c.From
-			for from < c.To && p.Text(pipeline.SpeechChunk{From: from, To: from + 1}) == " " {
+			for from < c.To && from < len(text) && text[from] == ' ' {
 				from++
 			}
 			if from != h.Offset {
