@@ -82,6 +82,7 @@ if (args.releases) {
 }
 
 const monitor = new Monitor(args.monitor, { session: args.session });
+await monitor.ready();
 const heard = [];
 monitor.onPlayout = (turn, h) => heard.push({ turn, ...h });
 const session = new voice.AgentSession({

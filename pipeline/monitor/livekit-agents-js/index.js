@@ -21,6 +21,7 @@ export class Monitor {
   #frames = new WeakMap(); // AudioFrame -> [turn, speech index]
   #counter = 0;
   #closed;
+  #ready;
 
   /**
    * @param {string} url the monitor, e.g. ws://127.0.0.1:8765 (its /ingest is used)
@@ -46,6 +47,17 @@ export class Monitor {
     });
     this.#ws.on('error', (e) => this.onError(e));
     this.#closed = new Promise((resolve) => this.#ws.on('close', resolve));
+    this.#ready = new Promise((resolve) => this.#ws.once('open', resolve).once('close', resolve));
+  }
+
+  /**
+   * Resolves once the connection is open (or has failed). Await it before
+   * the first turn: the monitor times a turn from its turn_start's arrival,
+   * so a turn_start held back while the socket connects would start the
+   * turn late.
+   */
+  ready() {
+    return this.#ready;
   }
 
   #send(m) {
