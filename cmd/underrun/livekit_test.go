@@ -219,7 +219,7 @@ func TestLiveKitReleasePoints(t *testing.T) {
 	for i, r := range replies {
 		turn := &pipeline.Turn{ID: r.ID, Status: pipeline.StatusOK}
 		for k, tok := range r.Tokens {
-			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: 20*time.Millisecond + time.Duration(k)*10*time.Millisecond, Text: tok, Tokens: 1})
+			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: 20*time.Millisecond + time.Duration(k)*time.Millisecond, Text: tok, Tokens: 1})
 		}
 		turns[i] = turn
 	}

@@ -9,7 +9,8 @@
 // --out writes, per turn, what the adapter's player heard. With --releases
 // FILE it records instead what LiveKit's sentence tokenizer hands to the TTS
 // (no player pacing, no monitor): per turn, each text and how many LLM
-// chunks had arrived when it was handed over.
+// chunks had arrived when it was handed over (the chunks are let through one
+// at a time, each once the one before it has gone as far as it goes).
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { initializeLogger, voice } from '@livekit/agents';
@@ -46,6 +47,10 @@ if (args.releases) {
     const turn = current;
     const next = stream.next.bind(stream);
     stream.next = async () => {
+      // each chunk goes on once the one before it has gone as far as it
+      // goes (event turns, not timing: the recording does not depend on
+      // how busy the machine is)
+      for (let k = 0; k < 3; k++) await new Promise((resolve) => setTimeout(resolve, 1));
       const r = await next();
       if (r.done) turn.ended = true;
       else if (r.value?.delta?.content) turn.arrived++;
