@@ -51,13 +51,15 @@ type audioPiece struct {
 	speech    int
 }
 
-// audioAt is the time of a speech, audio or playout message of turn ta:
-// the client's t_ms (at most ClientAhead past now), else its arrival, else now.
+// audioAt is the time of a speech or audio message of turn ta: the
+// client's t_ms, else its arrival, else now. These times feed only the
+// comparison made once the turn is played out, not the live guard, so a
+// t_ms ahead of the monitor's clock is taken as it is.
 func (sess *session) audioAt(ta *turnAudio, m Message, arrived time.Time) time.Duration {
 	now := sess.srv.clock.Now().Sub(ta.begin)
 	switch {
 	case m.HasAt:
-		return min(m.At, now+ClientAhead)
+		return m.At
 	case !arrived.IsZero():
 		return max(min(arrived.Sub(ta.begin), now), 0)
 	}
