@@ -356,8 +356,8 @@ func TestClosedLoop(t *testing.T) {
 // TestRooflineMeasurements checks the model with the defaults against
 // every published measurement: at least 75% within 20%, the median ratio
 // in 0.9-1.1, and no point optimistic by more than 30%, over all points
-// and over the held-out third alone. The golden file is the README's
-// predicted-versus-measured table.
+// and over the held-out third alone. The golden file is the table of
+// cmd/underrun/docs/simulate.md.
 func TestRooflineMeasurements(t *testing.T) {
 	t.Parallel()
 	ms, err := Measurements()
@@ -633,19 +633,20 @@ func TestFitRoofline(t *testing.T) {
 	t.Logf("all: %s", Summarize(ratios(ms, x)))
 }
 
-// TestReadmeShowsEveryPoint: the README's predicted-versus-measured table
-// is the golden one, so it changes with the model.
+// TestReadmeShowsEveryPoint: the predicted-versus-measured table of the
+// simulation reference (cmd/underrun/docs/simulate.md) is the golden one,
+// so it changes with the model.
 func TestReadmeShowsEveryPoint(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "cmd", "underrun", "docs", "simulate.md"))
 	if err != nil {
-		t.Skipf("no README beside the module: %v", err)
+		t.Skipf("no simulation reference in the module: %v", err)
 	}
 	table, err := os.ReadFile(filepath.Join("testdata", "roofline-accuracy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(readme, table) {
-		t.Errorf("README.md lacks testdata/roofline-accuracy.md (the predicted-versus-measured table): paste it in")
+		t.Errorf("cmd/underrun/docs/simulate.md lacks testdata/roofline-accuracy.md (the predicted-versus-measured table): paste it in")
 	}
 }

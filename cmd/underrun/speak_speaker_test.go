@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline/speak"
-	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
@@ -163,37 +162,13 @@ func TestSpeakSpeakerBuild(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recording, err := speak.ReadRecording(f, rec)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recording := readAs(t, rec, speak.ReadRecording)
 	h := recording.Heard["t1"]
 	if !h.Started || len(h.Gaps) == 0 {
 		t.Fatalf("heard %+v: want the stalls heard; stderr:\n%s", h, stderr.String())
 	}
-	b, err := os.ReadFile(wav)
-	if err != nil {
-		t.Fatal(err)
-	}
-	given, err := tts.DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reference []float32
-	var bounds []int
-	for _, c := range recording.Chunks["t1"] {
-		a, err := e.Engine.Synthesize(context.Background(), c.Text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bounds = append(bounds, len(reference))
-		reference = append(reference, a.Samples...)
-	}
+	given := readWAV(t, wav)
+	reference, bounds := chunkAudio(t, e, recording.Chunks["t1"])
 	// the recording and what the player gave the card start at moments of
 	// their own, before the turn's first sound: align them by it
 	const quiet = 4.0 / 32768

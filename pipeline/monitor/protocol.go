@@ -15,7 +15,7 @@ import (
 // first eight; the monitor answers with hello and error.
 type Type string
 
-// The message types of the ingest protocol (README, "Live monitor").
+// The message types of the ingest protocol (cmd/underrun/docs/monitor.md).
 const (
 	// TypeTurnStart: the app sent an LLM request; chunk times count from now.
 	TypeTurnStart Type = "turn_start"
