@@ -159,8 +159,8 @@ func (sess *session) speechMessage(m Message, arrived time.Time) error {
 // come too, for reportHeard.
 func (sess *session) endAudio(id string, rec *pipeline.Turn) *turnAudio {
 	ta, ok := sess.audio[id]
-	if !ok || rec == nil {
-		return nil
+	if !ok || rec == nil || ta.record != nil || (!rec.Start.IsZero() && !rec.Start.Equal(ta.begin)) {
+		return nil // (a turn of a name used again: not this one's end)
 	}
 	r := *rec
 	r.Chunks = slices.Clone(rec.Chunks)
