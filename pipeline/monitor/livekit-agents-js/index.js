@@ -244,7 +244,9 @@ export class PacedAudioOutput extends voice.AudioOutput {
     const at = performance.now();
     const [turn, speech] = this.#monitor._frame(frame);
     const seconds = frame.samplesPerChannel / frame.sampleRate;
-    if (turn) this.#monitor._audio(turn, speech, at, seconds);
+    // (a streaming TTS, which wrapTTS does not follow, has no speech messages:
+    // its frames are played and counted, not reported one by one)
+    if (turn && turn.speech > 0) this.#monitor._audio(turn, speech, at, seconds);
     this.#queue.push({ at, rest: seconds * 1000, turn });
     this.#tick();
     await this.#next?.captureFrame(frame);
