@@ -548,6 +548,7 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 		return false
 	}
 	ok := true
+	var unknown [][]byte // valid until the next parse
 	o.Visit(func(key []byte, v *fastjson.Value) {
 		if !ok {
 			return
@@ -592,10 +593,17 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 		case "source":
 			rec.source, ok = d.str(v, "")
 		default:
-			// read past, as the format allows, and noted once
-			d.note(d.name, d.lines.line, rec.typ, key)
+			unknown = append(unknown, key) // read past, as the format allows
 		}
 	})
+	// noted once each, on the record types this reader knows: records of
+	// other types (speak's "synth" and "heard") are the other readers'
+	switch rec.typ {
+	case "header", "turn", "chunk", "end":
+		for _, key := range unknown {
+			d.note(d.name, d.lines.line, rec.typ, key)
+		}
+	}
 	return ok
 }
 

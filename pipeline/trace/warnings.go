@@ -1,6 +1,9 @@
 package trace
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Warner is a Decoder that notes what it read past without an error: the
 // fields of a record that its format does not define (a misspelt name, or
@@ -43,6 +46,9 @@ func (u *unknownFields) note(name string, line int, kind string, field []byte) {
 	where := "a record"
 	if kind != "" {
 		where = "a " + kind + " record"
+		if strings.ContainsRune("aeiou", rune(kind[0])) {
+			where = "an " + kind + " record"
+		}
 	}
 	u.notes = append(u.notes, fmt.Sprintf("%s:%d: field %q of %s is not one the format defines; ignored, here and on every later line",
 		name, line, truncateField(field), where))
