@@ -36,8 +36,8 @@ const (
 	AttrMinPreroll   = attribute.Key("underrun.min_preroll_ms") // the smallest pre-roll with no underrun
 	AttrTokens       = attribute.Key("underrun.tokens")
 	AttrChunks       = attribute.Key("underrun.chunks")
-	AttrStack        = attribute.Key("underrun.stack")      // the named framework + TTS stack, when one was chosen
-	AttrClock        = attribute.Key("underrun.clock")      // wall (the turn's own start time) or virtual (laid out by the exporter)
+	AttrStack        = attribute.Key("underrun.stack")       // the named framework + TTS stack, when one was chosen
+	AttrClock        = attribute.Key("underrun.clock")       // wall (the turn's own start time) or virtual (laid out by the exporter)
 	AttrTraceparent  = attribute.Key("underrun.traceparent") // a traceparent that could not be read, kept as it came
 )
 
