@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -19,6 +20,8 @@ func TestParse(t *testing.T) {
 		want Message
 	}{
 		{`{"type":"turn_start","turn":"t1"}`, Message{Type: TypeTurnStart, Turn: "t1"}},
+		{`{"type":"turn_start","turn":"t1","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v"}`,
+			Message{Type: TypeTurnStart, Turn: "t1", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "k=v"}},
 		{`{"type":"chunk","turn":"t1","text":"Hi","tokens":2,"t_ms":12.5}`,
 			Message{Type: TypeChunk, Turn: "t1", Text: "Hi", HasText: true, Tokens: 2, At: 12500 * time.Microsecond, HasAt: true}},
 		{`{"type":"chunk","turn":"t1"}`, Message{Type: TypeChunk, Turn: "t1"}},
@@ -61,6 +64,8 @@ func TestParseErrors(t *testing.T) {
 		`{"type":"chunk","turn":"t","t_ms":1e300}`, `{"type":"chunk","turn":"t","reasoning":"yes"}`,
 		`{"type":"tts","text":"x","audio_ms":0}`, `{"type":"tts","audio_ms":5}`,
 		`{"type":"turn_end","turn":"t","status":"incomplete"}`,
+		`{"type":"turn_start","turn":"t","traceparent":7}`,
+		`{"type":"turn_start","turn":"t","tracestate":"` + strings.Repeat("k", MaxTraceContext+1) + `"}`,
 	} {
 		var p fastjson.Parser
 		if _, err := Parse(&p, []byte(in)); !errors.Is(err, ErrMessage) {
@@ -72,6 +77,7 @@ func TestParseErrors(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"turn_start","turn":"t1"}`,
+		`{"type":"turn_start","turn":"t1","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`,
 		`{"type":"chunk","turn":"t1","text":"Hi","tokens":2,"t_ms":12.5}`,
 		`{"type":"turn_end","turn":"t1","status":"error","error":"boom"}`,
 		`{"type":"barge_in","turn":"t1"}`,
@@ -98,6 +104,10 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("no turn accepted: %+v", m)
 		case m.Type == TypeTurnEnd && !m.Status.Valid():
 			t.Fatalf("status %q accepted", m.Status)
+		case len(m.Traceparent) > MaxTraceContext || len(m.Tracestate) > MaxTraceContext:
+			t.Fatalf("trace context of %d and %d bytes accepted", len(m.Traceparent), len(m.Tracestate))
+		case m.Type != TypeTurnStart && (m.Traceparent != "" || m.Tracestate != ""):
+			t.Fatalf("trace context on a %s message: %+v", m.Type, m)
 		}
 	})
 }
