@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/otlp"
+	"github.com/speech-pipeline/underrun/pipeline/otlp/otlptest"
+)
+
+// runUnderrun runs this test binary as the underrun command, a real
+// process, with extra environment.
+func runUnderrun(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "UNDERRUN_TEST_EXEC=1"), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Run()
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// TestAnalyzeOTLP: analyze --otlp sends a span per turn, with one event
+// per underrun the report lists, to a real OTLP/HTTP receiver, and the
+// exit status is the report's.
+func TestAnalyzeOTLP(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	const file = "testdata/analyze/handcheck.jsonl"
+	code, out, stderr := runUnderrun(t, nil, "analyze", "--output", "json", "--per-turn", "--otlp", rcv.URL, file)
+	if code != exitOK && code != exitFail {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("stderr: %s", stderr)
+	}
+	var rep pipeline.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(spans) != rep.Turns {
+		t.Fatalf("%d spans, want one per turn (%d)", len(spans), rep.Turns)
+	}
+	events := 0
+	for _, s := range spans {
+		if s.Name() != otlp.SpanTurn {
+			t.Errorf("span %q, want %q", s.Name(), otlp.SpanTurn)
+		}
+		events += s.Events().Len()
+		cmd, _ := s.Resource.Attributes().Get("underrun.command")
+		if cmd.Str() != "analyze" {
+			t.Errorf("underrun.command %q, want analyze", cmd.Str())
+		}
+		turn, _ := s.Attributes().Get(string(otlp.AttrTurn))
+		for _, tr := range rep.PerTurn {
+			if tr.Turn != turn.Str() {
+				continue
+			}
+			ttft, _ := s.Attributes().Get(string(otlp.AttrTTFT))
+			if ttft.Double() != tr.TTFTMs {
+				t.Errorf("turn %s: span TTFT %v ms, report %v ms", tr.Turn, ttft.Double(), tr.TTFTMs)
+			}
+			if n := s.Events().Len(); n != tr.Underruns.Count {
+				t.Errorf("turn %s: %d events, report %d underruns", tr.Turn, n, tr.Underruns.Count)
+			}
+		}
+	}
+	if events != rep.Underruns.Count {
+		t.Errorf("%d underrun events, the report counts %d", events, rep.Underruns.Count)
+	}
+	if len(rcv.Metric("gen_ai.client.operation.time_to_first_chunk")) == 0 {
+		t.Errorf("no time_to_first_chunk metric; got %v", rcv.MetricNames())
+	}
+
+	// the standard environment does the same without the flag
+	env := otlptest.NewReceiver(t)
+	code2, _, stderr := runUnderrun(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + env.URL, "OTEL_SERVICE_NAME=voice-bot"}, "analyze", file)
+	if code2 != code {
+		t.Errorf("exit %d with the environment's endpoint, %d with --otlp", code2, code)
+	}
+	if got := len(env.Spans()); got != rep.Turns {
+		t.Fatalf("OTEL_EXPORTER_OTLP_ENDPOINT: %d spans, want %d (%s)", got, rep.Turns, stderr)
+	}
+	if svc, _ := env.Spans()[0].Resource.Attributes().Get("service.name"); svc.Str() != "voice-bot" {
+		t.Errorf("service.name %q, want OTEL_SERVICE_NAME's voice-bot", svc.Str())
+	}
+}
+
+// TestAnalyzeOTLPUnreachable: an endpoint nobody listens on gives one
+// warning, and the report and exit status are as without --otlp.
+func TestAnalyzeOTLPUnreachable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const file = "testdata/analyze/handcheck.jsonl"
+	code, out, stderr := runUnderrun(t, nil, "analyze", "--otlp", "http://"+addr, file)
+	wantCode, wantOut, _ := runUnderrun(t, nil, "analyze", file)
+	if code != wantCode || out != wantOut {
+		t.Errorf("with an unreachable --otlp: exit %d and a report that differs (%v); want exit %d, the same report", code, out != wantOut, wantCode)
+	}
+	if n := strings.Count(stderr, "warning:"); n != 1 || !strings.Contains(stderr, addr) {
+		t.Errorf("stderr %q: want one warning naming %s", stderr, addr)
+	}
+	code, _, stderr = runUnderrun(t, nil, "analyze", "--otlp", "localhost:4318", file)
+	if code != exitUsage || !strings.Contains(stderr, "--otlp") {
+		t.Errorf("--otlp without a scheme: exit %d, %q; want a usage error naming --otlp", code, stderr)
+	}
+}
