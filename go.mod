@@ -2,6 +2,8 @@ module github.com/speech-pipeline/underrun
 
 go 1.26.8
 
+ignore ./pipeline/monitor/livekit-agents-js/node_modules
+
 require (
 	github.com/creack/pty v1.1.24
 	github.com/goccy/go-yaml v1.19.2

@@ -45,6 +45,9 @@ type session struct {
 	mu    sync.Mutex
 	turns map[string]*turnState
 	last  string // the turn started most recently and still open
+	// what the app reported of its turns' speech and audio (playout.go)
+	audio      map[string]*turnAudio
+	audioOrder []string
 	// what the table shows
 	closed                                       bool
 	turnsDone, glitches, interruptions, bargeIns int
@@ -201,6 +204,8 @@ func (sess *session) handle(m Message, arrived time.Time) error {
 		return sess.turnEnd(m)
 	case TypeBargeIn:
 		return sess.bargeIn(m, arrived)
+	case TypeSpeech, TypeAudio, TypePlayout:
+		return sess.speechMessage(m, arrived)
 	case TypeTTS:
 		f, err := sess.scale.learn(m.Text, m.Audio)
 		if err != nil {
@@ -237,6 +242,7 @@ func (sess *session) turnStart(m Message, arrived time.Time) error {
 	sess.mu.Lock()
 	sess.turns[m.Turn] = ts
 	sess.last = m.Turn
+	sess.beginAudio(m.Turn, begin)
 	ts.series = sess.series.begin(m.Turn, begin)
 	sess.mu.Unlock()
 	sess.srv.m.openTurns.Inc()
@@ -493,7 +499,11 @@ func (sess *session) onEvent(e pipeline.Event) {
 		if sess.srv.opts.OnTurn != nil {
 			done = turnDone(e, ts, sum.status, interruption)
 		}
+		played := sess.endAudio(e.Turn, e.Record)
 		sess.mu.Unlock()
+		if played != nil {
+			sess.reportHeard(played)
+		}
 		m := sess.srv.m
 		m.turns.WithLabelValues(sum.status).Inc()
 		m.speech.Add(sum.speech.Seconds())

@@ -216,6 +216,7 @@ type NativeReader struct {
 	lastTurn      string
 	records       int
 	emptyReported bool
+	unknownFields // the field names no record type defines, noted once
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
 }
@@ -310,11 +311,8 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 	}
 	switch rec.typ {
 	case "header":
-		if rec.format != "" && rec.format != FormatName {
-			return nil, d.errorf("header names format %q; want %q", rec.format, FormatName)
-		}
-		if rec.version > FormatVersion {
-			return nil, d.errorf("trace version %d is newer than this reader (version %d)", rec.version, FormatVersion)
+		if err := checkHeader(rec.format, FormatName, true, rec.version, FormatVersion, "trace"); err != nil {
+			return nil, d.errorf("%v", err)
 		}
 		return nil, nil
 	case "turn":
@@ -593,6 +591,9 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 			rec.version, ok = int64Value(v)
 		case "source":
 			rec.source, ok = d.str(v, "")
+		default:
+			// read past, as the format allows, and noted once
+			d.note(d.name, d.lines.line, rec.typ, key)
 		}
 	})
 	return ok
