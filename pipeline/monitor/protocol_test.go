@@ -3,9 +3,9 @@ package monitor
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
