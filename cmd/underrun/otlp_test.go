@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/otlp"
@@ -115,5 +117,43 @@ func TestAnalyzeOTLPUnreachable(t *testing.T) {
 	code, _, stderr = runUnderrun(t, nil, "analyze", "--otlp", "localhost:4318", file)
 	if code != exitUsage || !strings.Contains(stderr, "--otlp") {
 		t.Errorf("--otlp without a scheme: exit %d, %q; want a usage error naming --otlp", code, stderr)
+	}
+}
+
+// TestMonitorOTLP: `monitor --otlp` exports every turn fed into it, as
+// a real process stopped as SIGTERM would, and the monitor exits 0.
+func TestMonitorOTLP(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	orig := filepath.Join(t.TempDir(), "orig.jsonl")
+	ms := time.Millisecond
+	mk := func(id, session string) *pipeline.Turn {
+		return &pipeline.Turn{ID: id, Session: session, Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+			{At: 30 * ms, Text: "One", Tokens: 1}, {At: 60 * ms, Text: " two", Tokens: 1},
+			{At: 400 * ms, Text: " three", Tokens: 1}, {At: 420 * ms, Text: " four.", Tokens: 1},
+		}}
+	}
+	writeTrace(t, orig, mk("t1", "kitchen"), mk("t2", "car"))
+	srv := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--otlp", rcv.URL,
+		"--chunking", "token", "--token-audio", "80ms", "--tts-latency", "0", "--rtf", "0")
+	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", srv.url); code != exitOK {
+		t.Fatalf("feed: exit %d, %q, %s", code, out, errOut)
+	}
+	if code := srv.stop(t); code != exitOK {
+		t.Fatalf("monitor exit %d: %s", code, srv.stderr.String())
+	}
+	spans := rcv.Spans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want one per turn fed (2): %s", len(spans), srv.stderr.String())
+	}
+	events := 0
+	for _, s := range spans {
+		events += s.Events().Len()
+		if cmd, _ := s.Resource.Attributes().Get("underrun.command"); cmd.Str() != "monitor" {
+			t.Errorf("underrun.command %q, want monitor", cmd.Str())
+		}
+	}
+	if events == 0 {
+		t.Error("no underrun event, though each turn stalls 340 ms with 160 ms of audio buffered")
 	}
 }
