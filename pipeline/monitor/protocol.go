@@ -91,7 +91,16 @@ type Message struct {
 	HasStart bool
 	// Gaps are the silences the app's player counted (playout), in order.
 	Gaps []PlayerGap
+	// Traceparent and Tracestate are the W3C trace context a turn_start
+	// may carry (fields "traceparent", "tracestate"): the turn's span, when
+	// the monitor exports to a tracing backend, joins that trace. They are
+	// kept as sent, at most MaxTraceContext bytes each.
+	Traceparent, Tracestate string
 }
+
+// MaxTraceContext is the longest traceparent or tracestate accepted, in
+// bytes (W3C Trace Context lets tracestate reach 512).
+const MaxTraceContext = 512
 
 // PlayerGap is a silence an app's player played inside a turn's speech:
 // from Start (since turn_start) for Duration.
@@ -157,6 +166,18 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		return m, fmt.Errorf("%w: field \"turn\": want at most %d bytes, got %d", ErrMessage, MaxName, len(m.Turn))
 	}
 	switch m.Type {
+	case TypeTurnStart:
+		for _, f := range []struct {
+			name string
+			to   *string
+		}{{"traceparent", &m.Traceparent}, {"tracestate", &m.Tracestate}} {
+			if *f.to, err = str(v, f.name, false); err != nil {
+				return m, err
+			}
+			if len(*f.to) > MaxTraceContext {
+				return m, fmt.Errorf("%w: field %q: want at most %d bytes, got %d", ErrMessage, f.name, MaxTraceContext, len(*f.to))
+			}
+		}
 	case TypeChunk:
 		if t := v.Get("text"); t != nil && t.Type() != fastjson.TypeNull {
 			b, err := t.StringBytes()

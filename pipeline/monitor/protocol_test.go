@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -21,6 +22,8 @@ func TestParse(t *testing.T) {
 		want Message
 	}{
 		{`{"type":"turn_start","turn":"t1"}`, Message{Type: TypeTurnStart, Turn: "t1"}},
+		{`{"type":"turn_start","turn":"t1","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v"}`,
+			Message{Type: TypeTurnStart, Turn: "t1", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "k=v"}},
 		{`{"type":"chunk","turn":"t1","text":"Hi","tokens":2,"t_ms":12.5}`,
 			Message{Type: TypeChunk, Turn: "t1", Text: "Hi", HasText: true, Tokens: 2, At: 12500 * time.Microsecond, HasAt: true}},
 		{`{"type":"chunk","turn":"t1"}`, Message{Type: TypeChunk, Turn: "t1"}},
@@ -72,6 +75,8 @@ func TestParseErrors(t *testing.T) {
 		`{"type":"chunk","turn":"t","t_ms":1e300}`, `{"type":"chunk","turn":"t","reasoning":"yes"}`,
 		`{"type":"tts","text":"x","audio_ms":0}`, `{"type":"tts","audio_ms":5}`,
 		`{"type":"turn_end","turn":"t","status":"incomplete"}`,
+		`{"type":"turn_start","turn":"t","traceparent":7}`,
+		`{"type":"turn_start","turn":"t","tracestate":"` + strings.Repeat("k", MaxTraceContext+1) + `"}`,
 		`{"type":"speech","turn":"t"}`, `{"type":"speech","text":"x"}`, `{"type":"audio","turn":"t"}`,
 		`{"type":"audio","turn":"t","audio_ms":0}`, `{"type":"audio","turn":"t","audio_ms":5,"speech":-1}`,
 		`{"type":"playout","turn":"t","gaps":{}}`, `{"type":"playout","turn":"t","gaps":[5]}`,
@@ -88,6 +93,7 @@ func TestParseErrors(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"turn_start","turn":"t1"}`,
+		`{"type":"turn_start","turn":"t1","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`,
 		`{"type":"chunk","turn":"t1","text":"Hi","tokens":2,"t_ms":12.5}`,
 		`{"type":"turn_end","turn":"t1","status":"error","error":"boom"}`,
 		`{"type":"barge_in","turn":"t1"}`,
@@ -119,6 +125,10 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("no turn accepted: %+v", m)
 		case m.Type == TypeTurnEnd && !m.Status.Valid():
 			t.Fatalf("status %q accepted", m.Status)
+		case len(m.Traceparent) > MaxTraceContext || len(m.Tracestate) > MaxTraceContext:
+			t.Fatalf("trace context of %d and %d bytes accepted", len(m.Traceparent), len(m.Tracestate))
+		case m.Type != TypeTurnStart && (m.Traceparent != "" || m.Tracestate != ""):
+			t.Fatalf("trace context on a %s message: %+v", m.Type, m)
 		}
 	})
 }

@@ -114,6 +114,10 @@ type Options struct {
 	// IdleTimeout closes a keep-alive HTTP connection that sends no next
 	// request for this long (Serve; default httpserver.IdleTimeout).
 	IdleTimeout time.Duration
+	// OnTurn, when set, receives every turn as it ends (an exporter to a
+	// tracing backend). It runs on the session's guard, so it must return
+	// quickly, and it must not keep TurnDone.Playout.
+	OnTurn func(TurnDone)
 
 	// recordBacklog is how many bytes of records may wait behind a write
 	// that Record holds up before ingestion waits too (tests: a few)
