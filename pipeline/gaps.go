@@ -55,6 +55,18 @@ const (
 // depends on the turn's usual pace is settled provisionally from the
 // chunks so far, and again at End from the whole turn.
 func (p *Playout) gap(i int, at, d time.Duration) {
+	u, kind := p.gapBefore(i, at, d)
+	p.Underruns = append(p.Underruns, u)
+	p.gapKinds = append(p.gapKinds, kind)
+	if !p.replaying { // a replay settles every cause at End
+		p.classify(len(p.at), len(p.Underruns)-1)
+	}
+}
+
+// gapBefore accounts a gap of d at at before chunk i: the underrun with
+// its token, ITL and tolerance, and how the chunk's text stood (the kind
+// classify needs for its cause).
+func (p *Playout) gapBefore(i int, at, d time.Duration) (Underrun, uint8) {
 	u := p.newUnderrun(i, at, d)
 	c := &p.Chunks[i]
 	prev := &p.Chunks[i-1]
@@ -84,11 +96,7 @@ func (p *Playout) gap(i int, at, d time.Duration) {
 	if kind != gapSynth {
 		u.Tolerance = max(0, u.ITL-d)
 	}
-	p.Underruns = append(p.Underruns, u)
-	p.gapKinds = append(p.gapKinds, kind)
-	if !p.replaying { // a replay settles every cause at End
-		p.classify(len(p.at), len(p.Underruns)-1)
-	}
+	return u, kind
 }
 
 // spokenRange returns the streamed chunks holding the first and last
@@ -115,8 +123,12 @@ func isSpaceByte(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b =
 // a stall, else for the stream's pace when the median ITL is longer than
 // the audio a streamed chunk carries on average, else for start-up.
 func (p *Playout) classify(n, i int) {
-	u := &p.Underruns[i]
-	kind := p.gapKinds[i]
+	p.classifyKind(&p.Underruns[i], p.gapKinds[i], n)
+}
+
+// classifyKind settles u's cause, its text having stood as kind, from
+// the first n streamed chunks.
+func (p *Playout) classifyKind(u *Underrun, kind uint8, n int) {
 	if kind == gapSynth {
 		u.Cause = CauseSynthesizer
 		return

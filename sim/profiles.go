@@ -30,6 +30,11 @@ type GPU struct {
 	// ComputeEfficiency is the share of the tensor throughput a step
 	// achieves (0: DefaultComputeEfficiency).
 	ComputeEfficiency float64
+	// FixedCostScale multiplies the fixed cost of every step (overheads,
+	// communication, expert overhead) for GPUs whose published points
+	// pay a different share of it than the defaults were fitted on (0:
+	// 1).
+	FixedCostScale float64
 	// Overhead is the fixed cost of every step: scheduling, sampling,
 	// the host's share (0: DefaultOverhead).
 	Overhead time.Duration
@@ -53,11 +58,11 @@ var GPUs = []GPU{
 	{Name: "h100", Bandwidth: 3.35e12, FLOPS16: 989e12, FLOPS8: 1979e12, Memory: 80e9},
 	{Name: "h200", Bandwidth: 4.8e12, FLOPS16: 989e12, FLOPS8: 1979e12, Memory: 141e9},
 	{Name: "h20", Bandwidth: 4.0e12, FLOPS16: 148e12, FLOPS8: 296e12, Memory: 96e9},
-	{Name: "b200", Bandwidth: 8e12, FLOPS16: 2250e12, FLOPS8: 4500e12, Memory: 180e9},
+	{Name: "b200", Bandwidth: 8e12, FLOPS16: 2250e12, FLOPS8: 4500e12, Memory: 180e9, FixedCostScale: B200FixedCostScale},
 	{Name: "l4", Bandwidth: 300e9, FLOPS16: 121e12, FLOPS8: 242e12, Memory: 24e9},
 	{Name: "rtx4090", Bandwidth: 1.008e12, FLOPS16: 165e12, FLOPS8: 330e12, Memory: 24e9},
 	{Name: "mi300x", Bandwidth: 5.3e12, FLOPS16: 1307e12, FLOPS8: 2615e12, Memory: 192e9,
-		ComputeEfficiency: MI300XComputeEfficiency},
+		ComputeEfficiency: MI300XComputeEfficiency, FixedCostScale: MI300XFixedCostScale},
 }
 
 // Validate reports the first field out of range.
@@ -71,6 +76,8 @@ func (g GPU) Validate() error {
 		return fmt.Errorf("%w: gpu %q: bandwidth efficiency must be in (0, 1], got %v", ErrModel, g.Name, g.BandwidthEfficiency)
 	case !share(g.ComputeEfficiency):
 		return fmt.Errorf("%w: gpu %q: compute efficiency must be in (0, 1], got %v", ErrModel, g.Name, g.ComputeEfficiency)
+	case !(g.FixedCostScale >= 0) || g.FixedCostScale > 100:
+		return fmt.Errorf("%w: gpu %q: fixed cost scale must be in [0, 100], got %v", ErrModel, g.Name, g.FixedCostScale)
 	case g.Overhead < 0 || g.LayerOverhead < 0 || g.Comm < 0:
 		return fmt.Errorf("%w: gpu %q: overheads must not be negative", ErrModel, g.Name)
 	}

@@ -19,26 +19,46 @@ const (
 	// bandwidth a decode step achieves.
 	DefaultBandwidthEfficiency = 0.76
 	// DefaultComputeEfficiency is the share of the data-sheet tensor
-	// throughput a step achieves (model FLOPs utilization), prefill and
-	// large batches alike.
-	DefaultComputeEfficiency = 0.36
+	// throughput a step of a dense model achieves (model FLOPs
+	// utilization), prefill and large batches alike. NIM's single-user
+	// TTFT of 5000 tokens on 2 x H100 (407 ms, HTTP included) says at
+	// least 0.45.
+	DefaultComputeEfficiency = 0.45
 	// MI300XComputeEfficiency is the mi300x profile's compute efficiency:
 	// its published points (vLLM on ROCm) compute at a far smaller share
 	// of the data sheet than the NVIDIA ones.
-	MI300XComputeEfficiency = 0.14
+	MI300XComputeEfficiency = 0.13
+	// DefaultExpertComputeEfficiency is the compute efficiency of a
+	// mixture of experts: its tokens are permuted to their experts and
+	// back, and the experts' grouped GEMMs, each over its share of the
+	// tokens, run below a dense GEMM's share of the data sheet.
+	DefaultExpertComputeEfficiency = 0.34
+	// B200FixedCostScale is the b200 profile's fixed cost scale: its
+	// published points (DeepSeek-R1 with TensorRT-LLM) pay about half the
+	// fixed cost the same software pays on H200.
+	B200FixedCostScale = 0.51
+	// MI300XFixedCostScale is the mi300x profile's fixed cost scale: its
+	// published points (vLLM on ROCm) pay 0.8 of the defaults.
+	MI300XFixedCostScale = 0.8
 	// DefaultOverhead is the fixed cost of every step (scheduling,
-	// sampling); the fit puts almost all fixed cost in the layers.
+	// sampling); the fit puts all fixed cost in the layers.
 	DefaultOverhead = 0 * time.Microsecond
 	// DefaultLayerOverhead is the fixed cost of every layer in every step
 	// (kernel launches, norms, the small kernels between the GEMMs).
-	DefaultLayerOverhead = 61 * time.Microsecond
+	DefaultLayerOverhead = 60 * time.Microsecond
 	// DefaultComm is the tensor-parallel all-reduce cost of every layer in
 	// every step for each GPU in the group beyond the first.
-	DefaultComm = 7 * time.Microsecond
+	DefaultComm = 10 * time.Microsecond
 	// DefaultExpertOverhead is the extra fixed cost of every layer of a
 	// mixture of experts in every step (routing, permuting tokens to their
 	// experts and back).
 	DefaultExpertOverhead = 75 * time.Microsecond
+	// DefaultMemoryUtilization is the share of the GPUs' memory a serving
+	// engine takes for the weights and the KV cache (vLLM's
+	// gpu_memory_utilization, TensorRT-LLM's KV cache memory fraction and
+	// SGLang's mem_fraction_static are 0.9 or close by default); the rest
+	// holds activations, CUDA graphs and the runtime.
+	DefaultMemoryUtilization = 0.9
 	// DefaultPrompt is the prompt length of the simulated turn.
 	DefaultPrompt = 1000
 	// DefaultTokenBudget is the tokens per step with chunked prefill.
@@ -58,17 +78,22 @@ const (
 //	overhead + layers x (layer overhead + expert overhead [mixture of experts]
 //	                     + comm x (GPUs - 1))
 //
+// The fixed cost is multiplied by the GPU's FixedCostScale (b200, mi300x).
+//
 // The turn's own context grows from Prompt by one token per token; the
-// other Batch-1 sequences hold Context tokens on average. The turn's TTFT
-// is its own prefill: the longer of reading the weights and computing
-// 2 x active parameters x Prompt FLOPs, plus the fixed cost (no queueing).
+// other Running-1 sequences hold Context tokens on average. The turn's
+// TTFT is its own prefill: the longer of reading the weights and
+// computing 2 x active parameters x Prompt FLOPs, plus the fixed cost,
+// after the queue wait of a closed loop larger than the KV cache holds.
 //
 // Each practical term (efficiencies, overheads, comm) is this Roofline's
 // field when set, else the GPU profile's, else the package default.
 //
 // Prefill interference: other requests' prefills interrupt decoding, from
 // a Poisson arrival rate (open loop) or from a closed loop of clients (see
-// Prefill). Without chunked prefill each runs as a step of its own and
+// Prefill). In a closed loop only the Running sequences (as many as the KV
+// cache holds, KVCapacity) decode and prefill; the other clients wait in
+// the server's queue. Without chunked prefill each runs as a step of its own and
 // stalls every running decode for its whole length; with chunked prefill
 // each step carries at most Budget tokens (decodes included), so a long
 // prompt is spread over many slightly slower steps.
@@ -91,7 +116,8 @@ type Roofline struct {
 	// Prompt + 256).
 	Context int
 	// BandwidthEfficiency and ComputeEfficiency scale the data sheet (0:
-	// the GPU's, else the defaults).
+	// the GPU's, else the defaults: DefaultExpertComputeEfficiency for a
+	// mixture of experts).
 	BandwidthEfficiency, ComputeEfficiency float64
 	// Overhead is added to every step (0: the GPU's, else
 	// DefaultOverhead).
@@ -105,6 +131,9 @@ type Roofline struct {
 	// ExpertOverhead is added to every step once per layer of a mixture
 	// of experts (0: DefaultExpertOverhead).
 	ExpertOverhead time.Duration
+	// MemoryUtilization is the share of the GPUs' memory for the weights
+	// and the KV cache in a closed loop (0: DefaultMemoryUtilization).
+	MemoryUtilization float64
 	// Prefill is the interfering load.
 	Prefill Prefill
 }
@@ -196,10 +225,15 @@ func (r Roofline) Budget() int {
 }
 
 // Efficiencies returns the bandwidth and compute efficiencies in force:
-// the Roofline's, else the GPU's, else the defaults.
+// the Roofline's, else the GPU's, else the defaults (a mixture of experts
+// computes at DefaultExpertComputeEfficiency).
 func (r Roofline) Efficiencies() (bandwidth, compute float64) {
+	c := DefaultComputeEfficiency
+	if r.Model.MoE() {
+		c = DefaultExpertComputeEfficiency
+	}
 	return orDefault(r.BandwidthEfficiency, orDefault(r.GPU.BandwidthEfficiency, DefaultBandwidthEfficiency)),
-		orDefault(r.ComputeEfficiency, orDefault(r.GPU.ComputeEfficiency, DefaultComputeEfficiency))
+		orDefault(r.ComputeEfficiency, orDefault(r.GPU.ComputeEfficiency, c))
 }
 
 // StepOverhead returns the fixed cost of every step: the overhead plus,
@@ -211,7 +245,11 @@ func (r Roofline) StepOverhead() time.Duration {
 		perLayer += orDuration(r.ExpertOverhead, DefaultExpertOverhead)
 	}
 	perLayer += time.Duration(r.gpus()-1) * orDuration(r.Comm, r.GPU.Comm, DefaultComm)
-	return orDuration(r.Overhead, r.GPU.Overhead, DefaultOverhead) + time.Duration(r.Model.Layers)*perLayer
+	d := orDuration(r.Overhead, r.GPU.Overhead, DefaultOverhead) + time.Duration(r.Model.Layers)*perLayer
+	if r.GPU.FixedCostScale > 0 {
+		d = time.Duration(float64(d) * r.GPU.FixedCostScale)
+	}
+	return d
 }
 
 // Bandwidth returns the achieved memory bandwidth, all GPUs together.
@@ -256,6 +294,33 @@ func (r Roofline) MaxBatch() int {
 	}
 	per := float64(max(r.OtherContext(), r.PromptTokens())) * r.Model.KVBytesPerToken(kb)
 	return int(min(free/per, math.MaxInt32))
+}
+
+// KVCapacity returns how many sequences of a closed loop the KV cache
+// holds at once: the memory an engine takes (MemoryUtilization x GPUs x
+// memory) less the weights, over the KV cache of a whole request (prompt
+// plus answer, which a scheduler must be able to hold to the end). 0 when
+// not even one fits.
+func (r Roofline) KVCapacity() int {
+	wb, _ := dtypeBytes(r.Weights)
+	kb, _ := dtypeBytes(r.KVCache)
+	util := orDefault(r.MemoryUtilization, DefaultMemoryUtilization)
+	free := util*r.GPU.Memory*float64(r.gpus()) - r.Model.Params*wb
+	per := (r.othersPrompt().Mean + r.Prefill.Output.Mean) * r.Model.KVBytesPerToken(kb)
+	if free <= 0 || !(per > 0) {
+		return 0
+	}
+	return int(min(free/per, math.MaxInt32))
+}
+
+// Running returns the number of sequences that decode together: Batch,
+// or in a closed loop at most KVCapacity; the other clients wait in the
+// server's queue, and only the running ones prefill and decode.
+func (r Roofline) Running() int {
+	if r.Prefill.ClosedLoop {
+		return max(1, min(r.Batch, r.KVCapacity()))
+	}
+	return r.Batch
 }
 
 // Load returns the share of time the GPU spends on the open-loop
@@ -327,8 +392,10 @@ func (r Roofline) Validate() error {
 		return fmt.Errorf("%w: a closed loop needs the other requests' mean output length (>= 1 token), got %v", ErrModel, r.Prefill.Output.Mean)
 	case r.Prefill.Budget < 0:
 		return fmt.Errorf("%w: prefill token budget must not be negative, got %d", ErrModel, r.Prefill.Budget)
-	case r.Prefill.Chunked && r.Budget() <= r.Batch:
-		return fmt.Errorf("%w: chunked prefill token budget %d leaves no room beside a batch of %d", ErrModel, r.Budget(), r.Batch)
+	case !share(r.MemoryUtilization):
+		return fmt.Errorf("%w: memory utilization must be in (0, 1], got %v", ErrModel, r.MemoryUtilization)
+	case r.Prefill.Chunked && r.Budget() <= r.Running():
+		return fmt.Errorf("%w: chunked prefill token budget %d leaves no room beside a batch of %d", ErrModel, r.Budget(), r.Running())
 	}
 	if err := r.Prefill.Prompt.Validate(); err != nil {
 		return fmt.Errorf("prefill prompt: %w", err)
@@ -336,7 +403,14 @@ func (r Roofline) Validate() error {
 	if err := r.Prefill.Output.Validate(); err != nil {
 		return fmt.Errorf("closed-loop output: %w", err)
 	}
-	if mb := r.MaxBatch(); r.Batch > mb {
+	if r.Prefill.ClosedLoop {
+		// clients beyond what the KV cache holds wait in the queue
+		if r.KVCapacity() < 1 {
+			return fmt.Errorf("%w: %s in %s on %d x %s: the KV cache of one %.0f-token request does not fit beside the weights in %.0f%% of the memory",
+				ErrModel, r.Model.Name, orName(r.Weights), r.gpus(), r.GPU.Name, r.othersPrompt().Mean+r.Prefill.Output.Mean,
+				100*orDefault(r.MemoryUtilization, DefaultMemoryUtilization))
+		}
+	} else if mb := r.MaxBatch(); r.Batch > mb {
 		return fmt.Errorf("%w: %s in %s with batch %d needs %.1f GB but %d x %s holds %.0f GB (largest batch that fits: %d)",
 			ErrModel, r.Model.Name, orName(r.Weights), r.Batch, r.MemoryNeeded(r.Batch)/1e9, r.gpus(), r.GPU.Name,
 			r.GPU.Memory*float64(r.gpus())/1e9, mb)
@@ -388,7 +462,11 @@ func (r Roofline) String() string {
 	case r.Prefill.ClosedLoop:
 		prompt := r.othersPrompt()
 		s += fmt.Sprintf("; closed loop of %d clients: %s-token prompts, %s-token answers (%.3g prefill tokens per step), %s",
-			r.Batch, prompt.Dist, r.Prefill.Output.Dist, float64(r.Batch-1)*prompt.Mean/r.Prefill.Output.Mean, mode)
+			r.Batch, prompt.Dist, r.Prefill.Output.Dist, float64(r.Running()-1)*prompt.Mean/r.Prefill.Output.Mean, mode)
+		if n := r.Running(); n < r.Batch {
+			s += fmt.Sprintf("; the KV cache holds %d: the other %d wait in the queue, %v each",
+				n, r.Batch-n, r.QueueWait().Round(time.Millisecond))
+		}
 	case r.Prefill.Rate > 0:
 		s += fmt.Sprintf("; prefill load %.3g req/s x %s tokens, %s, load %.0f%%",
 			r.Prefill.Rate, r.Prefill.Prompt.Dist, mode, 100*r.Load())
@@ -402,28 +480,53 @@ func (r Roofline) NewPacer() Pacer {
 	kb, _ := dtypeBytes(r.KVCache)
 	bw := r.Bandwidth()
 	kv := r.Model.KVBytesPerToken(kb)
+	batch := r.Running()
 	p := &rooflinePacer{
-		memFixed:  (r.Model.WeightsRead(r.Batch)*wb + kv*float64(r.Batch-1)*float64(r.OtherContext())) / bw,
+		memFixed:  (r.Model.WeightsRead(batch)*wb + kv*float64(batch-1)*float64(r.OtherContext())) / bw,
 		memPerCtx: kv / bw,
 		perToken:  2 * r.Model.Active / r.FLOPS(),
 		overhead:  r.StepOverhead().Seconds(),
 		model:     r.Model,
 		weightBW:  wb / bw,
-		batch:     r.Batch,
+		batch:     batch,
 		prompt:    r.PromptTokens(),
 		rate:      r.Prefill.Rate,
 		closed:    r.Prefill.ClosedLoop,
 		chunked:   r.Prefill.Chunked,
-		room:      r.Budget() - r.Batch,
+		room:      r.Budget() - batch,
 		lengths:   r.othersPrompt(),
 		output:    r.Prefill.Output,
 	}
 	p.lengths.prepare()
 	p.output.prepare()
 	if p.closed {
-		p.others = make(finishHeap, r.Batch-1)
+		p.others = make(finishHeap, batch-1)
+		if r.Batch > batch {
+			p.wait = r.QueueWait().Seconds()
+		}
 	}
 	return p
+}
+
+// QueueWait returns how long a closed loop's request waits in the
+// server's queue for a place in the running batch: by Little's law, with
+// N clients and B running (Running), each place serves (N - B) / B of the
+// waiting requests ahead of ours, each for its prefill and its answer at
+// the mean step time (memory at the mean context, compute with the mean
+// prefill tokens per step, whichever is longer, plus the fixed cost).
+func (r Roofline) QueueWait() time.Duration {
+	n, b := r.Batch, r.Running()
+	if !r.Prefill.ClosedLoop || n <= b {
+		return 0
+	}
+	wb, _ := dtypeBytes(r.Weights)
+	kb, _ := dtypeBytes(r.KVCache)
+	out := r.Prefill.Output.Mean
+	prompt := r.othersPrompt().Mean
+	mem := (r.Model.WeightsRead(b)*wb + r.Model.KVBytesPerToken(kb)*float64(b)*(prompt+out/2)) / r.Bandwidth()
+	comp := 2 * r.Model.Active * float64(b) * (1 + prompt/out) / r.FLOPS()
+	service := r.PrefillTime(int(prompt)).Seconds() + out*(max(mem, comp)+r.StepOverhead().Seconds())
+	return seconds(float64(n-b) / float64(b) * service)
 }
 
 type rooflinePacer struct {
@@ -437,6 +540,7 @@ type rooflinePacer struct {
 	closed, chunked     bool
 	room                int // prefill tokens per chunked step
 	lengths, output     Lengths
+	wait                float64 // closed loop: seconds in the server's queue before the prefill
 
 	now     float64    // seconds since the turn's request
 	arrival float64    // next open-loop request
@@ -481,7 +585,7 @@ func (p *rooflinePacer) drawOutput(rng *rand.Rand) int {
 
 func (p *rooflinePacer) Begin(rng *rand.Rand) time.Duration {
 	p.queue, p.steps = 0, 0
-	p.now = p.prefill(p.prompt)
+	p.now = p.wait + p.prefill(p.prompt)
 	p.arrival = math.Inf(1)
 	if p.rate > 0 {
 		// Poisson arrivals are memoryless: the load's phase is random

@@ -290,8 +290,8 @@ func Summarize(ratios []float64) Accuracy {
 
 // String says the band in one phrase.
 func (a Accuracy) String() string {
-	return fmt.Sprintf("median %.2fx measured, %.0f%% of %d points within 20%%, 80%% between %.2fx and %.2fx, worst optimistic %.2fx",
-		a.Median, 100*a.Within20, a.Points, a.P10, a.P90, a.Low)
+	return fmt.Sprintf("median %.2fx measured, %.0f%% of %d points within 20%%, 80%% between %.2fx and %.2fx, worst optimistic %.2fx, worst pessimistic %.2fx",
+		a.Median, 100*a.Within20, a.Points, a.P10, a.P90, a.Low, a.High)
 }
 
 //go:embed testdata/roofline-measurements.csv

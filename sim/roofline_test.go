@@ -27,13 +27,18 @@ func testRoofline(chunked bool) Roofline {
 
 // rooflineFixed is the fixed cost of a step written out from the
 // defaults: overhead plus, per layer, the layer overhead, the expert
-// overhead of a mixture of experts and the communication per extra GPU.
-func rooflineFixed(m Model, gpus int) float64 {
+// overhead of a mixture of experts and the communication per extra GPU,
+// times the GPU's fixed cost scale.
+func rooflineFixed(gpu GPU, m Model, gpus int) float64 {
 	perLayer := DefaultLayerOverhead + time.Duration(gpus-1)*DefaultComm
 	if m.Experts > 0 {
 		perLayer += DefaultExpertOverhead
 	}
-	return (DefaultOverhead + time.Duration(m.Layers)*perLayer).Seconds()
+	scale := 1.0
+	if gpu.FixedCostScale > 0 {
+		scale = gpu.FixedCostScale
+	}
+	return scale * (DefaultOverhead + time.Duration(m.Layers)*perLayer).Seconds()
 }
 
 // rooflineStep is the roofline formula written out independently of the
@@ -53,11 +58,14 @@ func rooflineStep(gpu GPU, m Model, gpus int, wBytes, kvBytes float64, batch, pr
 		flops = gpu.FLOPS8
 	}
 	eff := DefaultComputeEfficiency
+	if m.Experts > 0 {
+		eff = DefaultExpertComputeEfficiency
+	}
 	if gpu.ComputeEfficiency > 0 {
 		eff = gpu.ComputeEfficiency
 	}
 	comp := 2 * m.Active * float64(batch) / (flops * float64(gpus) * eff)
-	return math.Max(mem, comp) + rooflineFixed(m, gpus)
+	return math.Max(mem, comp) + rooflineFixed(gpu, m, gpus)
 }
 
 func TestRooflineMeanTPOT(t *testing.T) {
@@ -143,6 +151,33 @@ func TestRooflineOverrides(t *testing.T) {
 	if bw, c := r.Efficiencies(); bw != DefaultBandwidthEfficiency || c != DefaultComputeEfficiency {
 		t.Errorf("h100 efficiencies %v %v, want the defaults", bw, c)
 	}
+	// a mixture of experts computes at the expert efficiency, unless told
+	mix, _ := LookupModel("mixtral-8x7b")
+	r.Model = mix
+	if _, c := r.Efficiencies(); c != DefaultExpertComputeEfficiency {
+		t.Errorf("mixture of experts compute efficiency %v, want %v", c, DefaultExpertComputeEfficiency)
+	}
+	r.ComputeEfficiency = 0.5
+	if _, c := r.Efficiencies(); c != 0.5 {
+		t.Errorf("mixture of experts compute efficiency %v, want the roofline's 0.5", c)
+	}
+	// the GPU's fixed cost scale multiplies the whole fixed cost
+	r = Roofline{GPU: h100, Model: m, GPUs: 4, Batch: 1}
+	plain := r.StepOverhead()
+	r.GPU.FixedCostScale = 0.5
+	if got := r.StepOverhead(); got != plain/2 {
+		t.Errorf("fixed cost at scale 0.5 %v, want %v", got, plain/2)
+	}
+	for _, bad := range []func(*Roofline){
+		func(r *Roofline) { r.GPU.FixedCostScale = -1 },
+		func(r *Roofline) { r.MemoryUtilization = 1.5 },
+	} {
+		r := Roofline{GPU: h100, Model: m, GPUs: 4, Batch: 1}
+		bad(&r)
+		if err := r.Validate(); err == nil {
+			t.Errorf("%+v accepted", r)
+		}
+	}
 }
 
 func TestRooflineMemory(t *testing.T) {
@@ -174,7 +209,7 @@ func TestPrefillStalls(t *testing.T) {
 	)
 	base := Roofline{GPU: h100, Model: m, Batch: batch, Prompt: 500, Context: 500,
 		Prefill: Prefill{Rate: rate, Prompt: Lengths{Dist: Dist{Mean: prompt}}}}
-	fixed := rooflineFixed(m, 1)
+	fixed := rooflineFixed(h100, m, 1)
 	perToken := 2 * m.Active / (h100.FLOPS16 * DefaultComputeEfficiency)
 	// the prefill of one request, a compute-bound step of its own
 	prefill := perToken*prompt + fixed
@@ -270,7 +305,7 @@ func TestClosedLoop(t *testing.T) {
 	if err := base.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	fixed := rooflineFixed(m, 1)
+	fixed := rooflineFixed(h100, m, 1)
 	perToken := 2 * m.Active / (h100.FLOPS16 * DefaultComputeEfficiency)
 	prefill := perToken*prompt + fixed
 	plain := func(k int) float64 { return rooflineStep(h100, m, 1, 2, 2, clients, prompt, prompt+answer/2, k) }
@@ -354,10 +389,10 @@ func TestClosedLoop(t *testing.T) {
 }
 
 // TestRooflineMeasurements checks the model with the defaults against
-// every published measurement: at least 75% within 20%, the median ratio
-// in 0.9-1.1, and no point optimistic by more than 30%, over all points
-// and over the held-out third alone. The golden file is the README's
-// predicted-versus-measured table.
+// every published measurement: every point within 30% (0.7-1.3x
+// measured), at least 80% within 20% and the median ratio in 0.9-1.1,
+// over all points, the fitted ones and the held-out ones each. The golden
+// file is the table of cmd/underrun/docs/simulate.md.
 func TestRooflineMeasurements(t *testing.T) {
 	t.Parallel()
 	ms, err := Measurements()
@@ -402,19 +437,19 @@ func TestRooflineMeasurements(t *testing.T) {
 		fmt.Fprintf(&table, "\n%s set (%d points): %s.\n", set, s.Points, s)
 	}
 	fmt.Fprintf(&table, "\nall %d points: %s.\n", a.Points, a)
-	// the bar holds for all points, and for the held-out ones alone
+	// the bar holds for all points, the fitted and the held-out ones each
 	for _, c := range []struct {
 		name string
 		a    Accuracy
-	}{{"all points", a}, {"held-out points", Summarize(sets[SetHeld])}} {
-		if c.a.Within20 < 0.75 {
-			t.Errorf("%s: %.0f%% within 20%%, want at least 75%%", c.name, 100*c.a.Within20)
+	}{{"all points", a}, {"fitted points", Summarize(sets[SetFit])}, {"held-out points", Summarize(sets[SetHeld])}} {
+		if c.a.Within20 < 0.8 {
+			t.Errorf("%s: %.0f%% within 20%%, want at least 80%%", c.name, 100*c.a.Within20)
 		}
 		if c.a.Median < 0.9 || c.a.Median > 1.1 {
 			t.Errorf("%s: median ratio %.3f, want 0.9-1.1", c.name, c.a.Median)
 		}
-		if c.a.Low < 0.7 {
-			t.Errorf("%s: worst optimistic miss %.2fx measured, want none below 0.7x", c.name, c.a.Low)
+		if c.a.Low < 0.7 || c.a.High > 1.3 {
+			t.Errorf("%s: ratios %.2fx-%.2fx measured, want every point within 0.7x-1.3x", c.name, c.a.Low, c.a.High)
 		}
 	}
 	golden(t, "roofline-accuracy.md", table.Bytes())
@@ -540,10 +575,15 @@ func BenchmarkRooflineClosedLoop(b *testing.B) {
 var fit = flag.Bool("fit", false, "refit the roofline defaults on the measurements' fit set and print them")
 
 // TestFitRoofline refits the defaults (with -fit): Nelder-Mead over the
-// efficiencies and overheads, minimizing the squared log ratios on the fit
-// set with an optimistic miss counting four times a pessimistic one (a
-// model that errs must err on the side of caution). It prints the values
-// and both sets' accuracy; the defaults in roofline.go are these, rounded.
+// efficiencies (dense, mixture of experts, mi300x), the overheads and the
+// b200's and mi300x's fixed cost scales, minimizing the squared log ratios
+// on the fit set with an optimistic miss counting four times a pessimistic
+// one (a model that errs must err on the side of caution) and any point
+// outside 0.8-1.25x a thousand times. It prints the values and both sets'
+// accuracy; the defaults in roofline.go are these, rounded (the last fit,
+// on 34 points: bandwidth 0.762, compute 0.451, expert compute 0.336,
+// mi300x compute 0.131, overhead 0.0 us, layer 60.0 us, comm 10.0 us,
+// expert 75.1 us, b200 scale 0.507, mi300x scale 0.800).
 func TestFitRoofline(t *testing.T) {
 	if !*fit {
 		t.Skip("refits the defaults: go test ./sim -run TestFitRoofline -fit -v")
@@ -558,8 +598,10 @@ func TestFitRoofline(t *testing.T) {
 			train = append(train, m)
 		}
 	}
-	// x: bandwidth eff, compute eff, mi300x compute eff, then overhead,
-	// layer overhead, comm and expert overhead in microseconds
+	// x: bandwidth eff, compute eff, expert compute eff, mi300x compute
+	// eff, then overhead, layer overhead, comm and expert overhead in
+	// microseconds, then the b200's and the mi300x's fixed cost scales
+	const shares = 4
 	apply := func(m Measurement, x []float64) Roofline {
 		r, err := m.Roofline()
 		if err != nil {
@@ -567,10 +609,17 @@ func TestFitRoofline(t *testing.T) {
 		}
 		us := func(v float64) time.Duration { return max(time.Nanosecond, time.Duration(v*float64(time.Microsecond))) }
 		r.BandwidthEfficiency, r.ComputeEfficiency = x[0], x[1]
-		if m.GPU == "mi300x" {
+		if r.Model.MoE() {
 			r.ComputeEfficiency = x[2]
 		}
-		r.Overhead, r.LayerOverhead, r.Comm, r.ExpertOverhead = us(x[3]), us(x[4]), us(x[5]), us(x[6])
+		switch m.GPU {
+		case "mi300x":
+			r.ComputeEfficiency = x[3]
+			r.GPU.FixedCostScale = x[9]
+		case "b200":
+			r.GPU.FixedCostScale = x[8]
+		}
+		r.Overhead, r.LayerOverhead, r.Comm, r.ExpertOverhead = us(x[4]), us(x[5]), us(x[6]), us(x[7])
 		return r
 	}
 	ratios := func(set []Measurement, x []float64) []float64 {
@@ -586,7 +635,7 @@ func TestFitRoofline(t *testing.T) {
 	}
 	loss := func(x []float64) float64 {
 		for i, v := range x {
-			if v < 0 || (i < 3 && (v < 0.02 || v > 1)) {
+			if v < 0 || (i < shares && (v < 0.02 || v > 1)) || (i >= 8 && (v < 0.1 || v > 3)) {
 				return math.Inf(1)
 			}
 		}
@@ -601,16 +650,21 @@ func TestFitRoofline(t *testing.T) {
 				l *= 2 // squared: four times
 			}
 			s += l * l
+			// a point outside 0.8-1.25 costs a thousand times more: the
+			// test's band (0.7-1.3) then holds with a margin
+			if out := math.Abs(math.Log(r)) - math.Log(1.25); out > 0 {
+				s += 1000 * out * out
+			}
 		}
 		return s
 	}
 	var best *optimize.Result
 	for _, x0 := range [][]float64{
-		{0.8, 0.5, 0.3, 500, 20, 20, 50},
-		{0.7, 0.3, 0.1, 0, 60, 5, 100},
-		{0.9, 0.6, 0.5, 1500, 5, 40, 10},
+		{0.8, 0.45, 0.36, 0.14, 0, 60, 10, 75, 0.5, 0.9},
+		{0.7, 0.6, 0.3, 0.1, 200, 40, 15, 100, 0.6, 0.8},
+		{0.9, 0.35, 0.45, 0.2, 500, 20, 3, 40, 0.8, 0.7},
 	} {
-		res, err := optimize.Minimize(optimize.Problem{Func: loss}, x0, &optimize.Settings{FuncEvaluations: 4000}, &optimize.NelderMead{})
+		res, err := optimize.Minimize(optimize.Problem{Func: loss}, x0, &optimize.Settings{FuncEvaluations: 6000}, &optimize.NelderMead{})
 		if err != nil && res == nil {
 			t.Fatal(err)
 		}
@@ -619,33 +673,109 @@ func TestFitRoofline(t *testing.T) {
 		}
 	}
 	x := best.X
-	t.Logf("loss %.4f: bandwidth efficiency %.3f, compute efficiency %.3f, mi300x compute efficiency %.3f, "+
-		"overhead %.1f us, layer overhead %.1f us, comm %.1f us per extra GPU, expert overhead %.1f us",
-		best.F, x[0], x[1], x[2], x[3], x[4], x[5], x[6])
+	t.Logf("loss %.4f: bandwidth efficiency %.3f, compute efficiency %.3f, expert compute efficiency %.3f, mi300x compute efficiency %.3f, "+
+		"overhead %.1f us, layer overhead %.1f us, comm %.1f us per extra GPU, expert overhead %.1f us, "+
+		"b200 fixed cost scale %.3f, mi300x fixed cost scale %.3f",
+		best.F, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9])
 	var held []Measurement
 	for _, m := range ms {
 		if m.Set == SetHeld {
 			held = append(held, m)
 		}
 	}
-	t.Logf("fit: %s", Summarize(ratios(train, x)))
-	t.Logf("held: %s", Summarize(ratios(held, x)))
-	t.Logf("all: %s", Summarize(ratios(ms, x)))
+	for _, set := range []struct {
+		name string
+		ms   []Measurement
+	}{{"fit", train}, {"held", held}, {"all", ms}} {
+		t.Logf("%s: %s", set.name, Summarize(ratios(set.ms, x)))
+	}
 }
 
-// TestReadmeShowsEveryPoint: the README's predicted-versus-measured table
-// is the golden one, so it changes with the model.
+// TestReadmeShowsEveryPoint: the predicted-versus-measured table of the
+// simulation reference (cmd/underrun/docs/simulate.md) is the golden one,
+// so it changes with the model.
 func TestReadmeShowsEveryPoint(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "cmd", "underrun", "docs", "simulate.md"))
 	if err != nil {
-		t.Skipf("no README beside the module: %v", err)
+		t.Skipf("no simulation reference in the module: %v", err)
 	}
 	table, err := os.ReadFile(filepath.Join("testdata", "roofline-accuracy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(readme, table) {
-		t.Errorf("README.md lacks testdata/roofline-accuracy.md (the predicted-versus-measured table): paste it in")
+		t.Errorf("cmd/underrun/docs/simulate.md lacks testdata/roofline-accuracy.md (the predicted-versus-measured table): paste it in")
+	}
+}
+
+// TestClosedLoopQueue: a closed loop of more clients than the KV cache
+// holds runs KVCapacity of them: its steps are those of a closed loop of
+// exactly that many, its TTFT waits (N - B) / B answers in the queue, and
+// NIM's published TTFTs at 100-250 users (the queue) come out within 20%.
+func TestClosedLoopQueue(t *testing.T) {
+	t.Parallel()
+	ms, err := Measurements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the TTFT NIM published beside each ITL (see the notes in the table)
+	published := map[string]time.Duration{"nim-70b-c100": 7996 * time.Millisecond, "nim-70b-c150": 34794 * time.Millisecond,
+		"nim-70b-c200": 61680 * time.Millisecond, "nim-70b-c250": 88605 * time.Millisecond}
+	seen := 0
+	for _, m := range ms {
+		want, ok := published[m.ID]
+		if !ok {
+			continue
+		}
+		seen++
+		r, err := m.Roofline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := r.Running()
+		if b != r.KVCapacity() || b >= r.Batch || b < 1 {
+			t.Fatalf("%s: %d running of %d clients, KV capacity %d", m.ID, b, r.Batch, r.KVCapacity())
+		}
+		exact := r
+		exact.Batch = b
+		if exact.QueueWait() != 0 {
+			t.Errorf("%s: a loop that fits waits %v", m.ID, exact.QueueWait())
+		}
+		p, q := r.NewPacer(), exact.NewPacer()
+		rp, rq := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+		ttft, ttftExact := p.Begin(rp), q.Begin(rq)
+		if got, want := ttft-ttftExact, r.QueueWait(); got < want-time.Microsecond || got > want+time.Microsecond {
+			t.Errorf("%s: TTFT %v beyond the fitting loop's %v, want the queue wait %v", m.ID, ttft, ttftExact, want)
+		}
+		for k := 1; k < 200; k++ {
+			if a, b := p.Step(rp, k, k), q.Step(rq, k, k); a != b {
+				t.Fatalf("%s: step %d took %v, %v with exactly the running clients", m.ID, k, a, b)
+			}
+		}
+		if ratio := float64(ttft) / float64(want); ratio < 0.8 || ratio > 1.2 {
+			t.Errorf("%s: TTFT %v, NIM published %v (ratio %.2f), want within 20%%", m.ID, ttft, want, ratio)
+		}
+		t.Logf("%s: %d of %d clients run, TTFT %v (NIM: %v)", m.ID, b, r.Batch, ttft.Round(time.Millisecond), want)
+	}
+	if seen != len(published) {
+		t.Errorf("found %d of the %d NIM queue points", seen, len(published))
+	}
+	// a static batch that does not fit is still an error; a closed loop
+	// is one only when not even one request fits
+	h100, _ := LookupGPU("h100")
+	m70, _ := LookupModel("llama-3.1-70b")
+	loop := Roofline{GPU: h100, Model: m70, Weights: "fp8", KVCache: "fp8", Batch: 1000, Prompt: 5000,
+		Prefill: Prefill{ClosedLoop: true, Output: Lengths{Dist: Dist{Mean: 500}}, Chunked: true, Budget: 8192}}
+	if err := loop.Validate(); err != nil {
+		t.Errorf("1000 clients on one H100: %v", err)
+	}
+	loop.Prompt = 120_000
+	if err := loop.Validate(); err == nil {
+		t.Errorf("a closed loop whose single request does not fit accepted")
+	}
+	static := Roofline{GPU: h100, Model: m70, Weights: "fp8", Batch: 1000, Prompt: 5000}
+	if err := static.Validate(); err == nil {
+		t.Errorf("a static batch of 1000 x 5000 tokens on one H100 accepted")
 	}
 }

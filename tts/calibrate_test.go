@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -74,13 +73,7 @@ func mustSynthetic(t *testing.T) *Synthetic {
 
 func TestCalibrateEspeak(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath(EspeakProgram); err != nil {
-		t.Skipf("espeak-ng is not installed (%v): skipping its calibration", err)
-	}
-	e, err := NewEspeak()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := needEspeak(t, "its calibration")
 	ctx := context.Background()
 	cal, err := Calibrate(ctx, e, CalibrationTexts, 1)
 	if err != nil {

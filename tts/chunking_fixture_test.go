@@ -163,7 +163,7 @@ func formatChunks(cs []chunk) string {
 
 // presetFixtures names, per preset, the framework expectations it is held
 // to and the replies where it is known to differ (each with its class of
-// difference, listed in the README).
+// difference, listed in cmd/underrun/docs/synthesis.md).
 var presetFixtures = []struct {
 	preset, expect string
 	known          map[string]string

@@ -3,7 +3,6 @@ package tts
 import (
 	"context"
 	"math"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -165,13 +164,7 @@ var espeakTexts = []string{
 // the chunking; measured alone, word-sized pieces overstate it.
 func TestEspeakInContext(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath(EspeakProgram); err != nil {
-		t.Skipf("espeak-ng is not installed (%v): skipping the in-context measurement test (apt-get install espeak-ng)", err)
-	}
-	e, err := NewEspeak()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := needEspeak(t, "the in-context measurement test")
 	ctx := context.Background()
 	c := NewCache(ctx, e)
 	var overstated float64

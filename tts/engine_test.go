@@ -251,13 +251,7 @@ func TestEndsPhrase(t *testing.T) {
 
 func TestEspeak(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath(EspeakProgram); err != nil {
-		t.Skipf("espeak-ng is not installed (%v): skipping", err)
-	}
-	e, err := NewEspeak()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := needEspeak(t, "the espeak-ng engine test")
 	ctx := context.Background()
 	word, err := e.Synthesize(ctx, " hello")
 	if err != nil {
@@ -288,4 +282,18 @@ func TestEspeak(t *testing.T) {
 	if _, err := missing.Synthesize(ctx, "hello"); !errors.Is(err, ErrEngine) {
 		t.Errorf("missing program: %v", err)
 	}
+}
+
+// needEspeak returns espeak-ng, or skips the test, saying what it skips,
+// when it is not installed.
+func needEspeak(t *testing.T, what string) *Espeak {
+	t.Helper()
+	e, err := NewEspeak()
+	if errors.Is(err, ErrNoEngine) {
+		t.Skipf("espeak-ng is not installed (%v): skipping %s (apt-get install espeak-ng)", err, what)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

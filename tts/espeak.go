@@ -3,7 +3,6 @@ package tts
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gopxl/beep/v2"
-	"github.com/gopxl/beep/v2/wav"
 )
 
 // EspeakProgram is the program Espeak runs.
@@ -117,83 +115,19 @@ func clip(s string) string {
 	return s[:37] + "..."
 }
 
-// DecodeWAV decodes a mono or stereo PCM WAV (stereo is mixed down). A
-// streamed WAV whose header gives no real length (as espeak-ng writes to a
-// pipe) is read to its end.
-func DecodeWAV(b []byte) (Audio, error) {
-	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
-		return Audio{}, fmt.Errorf("decode wav: not a RIFF/WAVE file (%d bytes)", len(b))
-	}
-	// Patch the sizes that a streaming writer left open, so that the
-	// decoder stops at the real end of the data.
-	fixed := bytes.Clone(b)
-	binary.LittleEndian.PutUint32(fixed[4:8], uint32(len(fixed)-8))
-	hasFormat := false
-	for off := 12; off+8 <= len(fixed); {
-		id := string(fixed[off : off+4])
-		size := int(binary.LittleEndian.Uint32(fixed[off+4 : off+8]))
-		if id == "fmt " {
-			if err := checkFormat(fixed[off+8:], size); err != nil {
-				return Audio{}, err
-			}
-			hasFormat = true
-		}
-		if id == "data" {
-			if !hasFormat {
-				return Audio{}, fmt.Errorf("decode wav: data chunk at byte %d before the format chunk", off)
-			}
-			if rest := len(fixed) - off - 8; size > rest || size < 0 {
-				binary.LittleEndian.PutUint32(fixed[off+4:off+8], uint32(rest))
-			}
-			break
-		}
-		if size < 0 || off+8+size > len(fixed) {
-			return Audio{}, fmt.Errorf("decode wav: chunk %q at byte %d runs past the end", id, off)
-		}
-		off += 8 + size + size%2
-	}
-	s, format, err := wav.Decode(bytes.NewReader(fixed))
-	if err != nil {
-		return Audio{}, fmt.Errorf("decode wav: %w", err)
-	}
-	defer s.Close()
-	return readStreamer(s, format, s.Len())
-}
-
-// checkFormat checks a PCM format chunk before beep reads it: beep trusts
-// the header.
-func checkFormat(body []byte, size int) error {
-	if size < 16 || len(body) < 16 {
-		return fmt.Errorf("decode wav: format chunk of %d bytes, want at least 16", size)
-	}
-	kind := binary.LittleEndian.Uint16(body[0:])
-	channels := int(binary.LittleEndian.Uint16(body[2:]))
-	rate := binary.LittleEndian.Uint32(body[4:])
-	frame := int(binary.LittleEndian.Uint16(body[12:]))
-	bits := int(binary.LittleEndian.Uint16(body[14:]))
-	switch {
-	case kind != 1 && kind != 0xfffe:
-		return fmt.Errorf("decode wav: format %#x, want PCM", kind)
-	case channels < 1 || channels > 8:
-		return fmt.Errorf("decode wav: %d channels, want 1 to 8", channels)
-	case bits != 8 && bits != 16 && bits != 24:
-		return fmt.Errorf("decode wav: %d bits per sample, want 8, 16 or 24", bits)
-	case frame != channels*bits/8:
-		return fmt.Errorf("decode wav: %d bytes per frame, want %d channels x %d bits", frame, channels, bits)
-	case rate == 0 || rate > 1_000_000:
-		return fmt.Errorf("decode wav: sample rate %d", rate)
-	}
-	return nil
-}
-
-// readStreamer reads a beep streamer to its end as mono audio.
-func readStreamer(s beep.Streamer, format beep.Format, hint int) (Audio, error) {
+// readStreamer reads a beep streamer to its end as mono audio: its two
+// channels mixed (MixChannels), or channel 1 or 2 alone.
+func readStreamer(s beep.Streamer, format beep.Format, hint, channel int) (Audio, error) {
 	a := Audio{Rate: int(format.SampleRate), Samples: make([]float32, 0, max(0, hint))}
 	buf := make([][2]float64, 1024)
 	for {
 		n, ok := s.Stream(buf)
 		for _, f := range buf[:n] {
-			a.Samples = append(a.Samples, float32((f[0]+f[1])/2))
+			v := (f[0] + f[1]) / 2
+			if channel == 1 || channel == 2 {
+				v = f[channel-1]
+			}
+			a.Samples = append(a.Samples, float32(v))
 		}
 		if !ok || n == 0 {
 			break

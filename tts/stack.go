@@ -76,28 +76,22 @@ const (
 
 // Stacks are the named stacks, in the order `underrun stacks` lists them.
 var Stacks = []Stack{
-	{
+	websocketStack(Stack{
 		Name:    "pipecat-elevenlabs",
 		Summary: "Pipecat ElevenLabsTTSService (websocket) + ElevenLabs Flash v2.5",
 		Framework: pipecatVersion + ": services/elevenlabs/tts.py ElevenLabsTTSService: the multi-stream-input websocket, one context per LLM turn " +
 			"(TTSService._turn_context_id), sentences from the aggregator sent as they complete, auto_mode on, flushed at the turn's end",
 		Service:  "ElevenLabs eleven_flash_v2_5 (Pipecat's default model)",
 		Chunking: "pipecat",
-		Synth:    Synth{Mode: ModeStream, TTFA: ElevenLabsFlash + NetworkRTT, Continuation: NetworkRTT, RTF: DefaultStackRTF},
-		Sources:  []string{"first audio 125 ms = " + srcFlash + " + " + srcNetwork, srcContinuation, srcRTF},
-		Differs:  differsContinue + "auto_mode's own server-side buffering is not modelled.",
-	},
-	{
+	}, ElevenLabsFlash, srcFlash, "auto_mode's own server-side buffering is not modelled."),
+	websocketStack(Stack{
 		Name:    "pipecat-cartesia",
 		Summary: "Pipecat CartesiaTTSService (websocket) + Cartesia Sonic",
 		Framework: pipecatVersion + ": services/cartesia/tts.py CartesiaTTSService: the websocket, one context_id per LLM turn, each sentence sent with " +
 			"continue: true and max_buffer_delay_ms 0 (sentence aggregation), continue: false at the turn's end",
 		Service:  "Cartesia sonic-3.5 (Pipecat's default model)",
 		Chunking: "pipecat",
-		Synth:    Synth{Mode: ModeStream, TTFA: CartesiaSonic + NetworkRTT, Continuation: NetworkRTT, RTF: DefaultStackRTF},
-		Sources:  []string{"first audio 140 ms = " + srcSonic + " + " + srcNetwork, srcContinuation, srcRTF},
-		Differs:  differsContinue + "Cartesia publishes no latency for sonic-3.5; the sonic-2 figure stands in.",
-	},
+	}, CartesiaSonic, srcSonic, "Cartesia publishes no latency for sonic-3.5; the sonic-2 figure stands in."),
 	{
 		Name:    "pipecat-elevenlabs-http",
 		Summary: "Pipecat ElevenLabsHttpTTSService (a request per sentence) + ElevenLabs Flash v2.5",
@@ -109,28 +103,22 @@ var Stacks = []Stack{
 		Sources:  []string{"first audio 125 ms per request = " + srcFlash + " + " + srcNetwork + " (kept-alive connection)", srcRTF},
 		Differs:  "a new TLS connection per request would add its handshake.",
 	},
-	{
+	websocketStack(Stack{
 		Name:    "livekit-elevenlabs",
 		Summary: "LiveKit ElevenLabs plugin (websocket) + ElevenLabs Turbo v2.5",
 		Framework: livekitVersion + ": livekit-plugins-elevenlabs tts.py SynthesizeStream: the multi-stream-input websocket, one context per " +
 			"agent speech, blingfire sentences each sent with flush (auto_mode on by default)",
 		Service:  "ElevenLabs eleven_turbo_v2_5 (the plugin's default model)",
 		Chunking: "livekit",
-		Synth:    Synth{Mode: ModeStream, TTFA: ElevenLabsTurbo + NetworkRTT, Continuation: NetworkRTT, RTF: DefaultStackRTF},
-		Sources:  []string{"first audio 350 ms = " + srcTurbo + " + " + srcNetwork, srcContinuation, srcRTF},
-		Differs:  differsContinue + "LiveKit's optional text pacing (SentenceStreamPacer) is off by default and not modelled.",
-	},
-	{
+	}, ElevenLabsTurbo, srcTurbo, "LiveKit's optional text pacing (SentenceStreamPacer) is off by default and not modelled."),
+	websocketStack(Stack{
 		Name:    "livekit-cartesia",
 		Summary: "LiveKit Cartesia plugin (websocket) + Cartesia Sonic",
 		Framework: livekitVersion + ": livekit-plugins-cartesia tts.py SynthesizeStream: the websocket, one context per agent speech, " +
 			"blingfire sentences each sent with continue: true and max_buffer_delay_ms 0, continue: false at the end",
 		Service:  "Cartesia sonic-3 (the plugin's default model)",
 		Chunking: "livekit",
-		Synth:    Synth{Mode: ModeStream, TTFA: CartesiaSonic + NetworkRTT, Continuation: NetworkRTT, RTF: DefaultStackRTF},
-		Sources:  []string{"first audio 140 ms = " + srcSonic + " + " + srcNetwork, srcContinuation, srcRTF},
-		Differs:  differsContinue + "Cartesia publishes no latency for sonic-3; the sonic-2 figure stands in.",
-	},
+	}, CartesiaSonic, srcSonic, "Cartesia publishes no latency for sonic-3; the sonic-2 figure stands in."),
 	{
 		Name:    "livekit-openai",
 		Summary: "LiveKit StreamAdapter (a request per sentence) + OpenAI TTS",
@@ -153,6 +141,18 @@ var Stacks = []Stack{
 		Sources:  []string{"first audio 1071 ms per request: " + srcOpenAI, srcRTF},
 		Differs:  "a self-hosted server (Kokoro, Piper behind an OpenAI-compatible API) has its own latency: pass --tts-latency.",
 	},
+}
+
+// websocketStack is s streaming each turn into one synthesis context of a
+// service whose model takes model (as modelSource says) to first audio:
+// the turn's first audio comes after the model and a network round trip,
+// each later chunk's after a round trip (the continuation). differs is
+// what the model misses besides a continuation after an idle context.
+func websocketStack(s Stack, model time.Duration, modelSource, differs string) Stack {
+	s.Synth = Synth{Mode: ModeStream, TTFA: model + NetworkRTT, Continuation: NetworkRTT, RTF: DefaultStackRTF}
+	s.Sources = []string{fmt.Sprintf("first audio %d ms = %s + %s", s.Synth.TTFA.Milliseconds(), modelSource, srcNetwork), srcContinuation, srcRTF}
+	s.Differs = differsContinue + differs
+	return s
 }
 
 // ErrStack reports a stack name that is not one of Stacks.

@@ -242,6 +242,10 @@ func IsSentenceEnd(r rune) bool {
 	return false
 }
 
+// IsClauseEnd reports whether r ends a clause: , ; : the dashes and their
+// CJK and full-width forms (the voice pauses CommaPause after it).
+func IsClauseEnd(r rune) bool { return isClauseEnd(r) }
+
 func isClauseEnd(r rune) bool {
 	switch r {
 	case ',', ';', ':', '—', '–', '，', '；', '：', '、':

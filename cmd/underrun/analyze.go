@@ -196,40 +196,32 @@ func detectFile(name string) string {
 	return trace.Detect(head[:n])
 }
 
-// readSummary reads the saved summaries of a summary file.
-func readSummary(e *env, name string) ([]trace.ToolSummary, error) {
-	in, err := openInput(e, name)
+// readSummary reads the saved summaries of a summary file, of format.
+func readSummary(e *env, name, format string) ([]trace.ToolSummary, error) {
+	in, dec, err := openDecoder(e, name, format)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	dec, err := in.decoder("auto")
-	if err != nil {
-		return nil, err
-	}
 	td, ok := dec.(trace.ToolDecoder)
 	if !ok {
-		return nil, usagef("%s: not a benchmark tool's summary", name)
+		return nil, fmt.Errorf("%s: not a benchmark tool's summary", name)
 	}
 	if _, err := dec.Next(); !errors.Is(err, io.EOF) {
 		if err == nil {
-			return nil, usagef("%s: holds requests, not a summary", name)
+			return nil, fmt.Errorf("%s: holds requests, not a summary", name)
 		}
-		return nil, usageError{err}
+		return nil, err
 	}
 	return td.ToolSummaries(), nil
 }
 
 func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name, summary string) error {
-	in, err := openInput(a.env, name)
+	in, dec, err := openDecoder(a.env, name, a.format)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	dec, err := in.decoder(a.format)
-	if err != nil {
-		return err
-	}
 	// a benchmark tool's file: its figures as that tool computes them,
 	// compared with the summary it saved
 	td, _ := dec.(trace.ToolDecoder)
@@ -260,14 +252,17 @@ func (a *analyzeCommand) readFile(cmd *cobra.Command, s *session, name, summary 
 	saved, note := td.ToolSummaries(), ""
 	if kind, ok := summaryOf[string(td.Tool())]; ok && len(saved) == 0 {
 		// the tool saves its summary beside the file: given, or found
-		if beside := summaryBeside(td.Tool(), name); summary == "" && name != "-" && beside != "" && detectFile(beside) == kind {
+		// there by its name; one that cannot be read is warned of, and
+		// the per-request analysis goes on without it
+		if beside := summaryBeside(td.Tool(), name); summary == "" && name != "-" && beside != "" && isFile(beside) {
 			summary = beside
 		}
 		if summary != "" {
-			if saved, err = readSummary(a.env, summary); err != nil {
-				return err
-			}
 			note = "compared with " + td.Tool().Title() + "'s summary " + summary
+			if saved, err = readSummary(a.env, summary, kind); err != nil {
+				warnf(a.env, "%v; %s is analyzed without %s's summary", err, in.label, td.Tool().Title())
+				saved, note = nil, td.Tool().Title()+"'s summary "+summary+" could not be read: "+err.Error()
+			}
 		}
 	}
 	for _, f := range parity.Figures(saved) {

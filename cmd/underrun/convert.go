@@ -101,15 +101,11 @@ func (c *convertCommand) run(cmd *cobra.Command, args []string) (err error) {
 }
 
 func (c *convertCommand) convertFile(cmd *cobra.Command, w *trace.Writer, name, prefix string) error {
-	in, err := openInput(c.env, name)
+	in, dec, err := openDecoder(c.env, name, c.format)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	dec, err := in.decoder(c.format)
-	if err != nil {
-		return err
-	}
 	turns := 0
 	err = in.each(cmd.Context(), dec, func(t *pipeline.Turn) error {
 		if err := t.Validate(); err != nil {

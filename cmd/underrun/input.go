@@ -34,6 +34,8 @@ type input struct {
 	file  *os.File
 	size  int64
 	dec   trace.Decoder
+	// warn takes the decoder's warnings, printed by Close
+	warn io.Writer
 
 	// the progress bar: drawn only when tty, from after on
 	tty          bool
@@ -53,7 +55,7 @@ type input struct {
 
 // openInput opens name ("-" for standard input).
 func openInput(e *env, name string) (*input, error) {
-	in := &input{r: e.stdin, label: "stdin"}
+	in := &input{r: e.stdin, label: "stdin", warn: e.stderr}
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
@@ -77,6 +79,36 @@ func openInput(e *env, name string) (*input, error) {
 		}
 	}
 	return in, nil
+}
+
+// openDecoder opens name as openInput does, with its trace decoder for
+// format; the caller closes the input. On an error nothing is left open.
+func openDecoder(e *env, name, format string) (*input, trace.Decoder, error) {
+	in, err := openInput(e, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	dec, err := in.decoder(format)
+	if err != nil {
+		in.Close()
+		return nil, nil, err
+	}
+	return in, dec, nil
+}
+
+// warningPrefix begins every warning line on stderr: something in the
+// input was passed over, and the command goes on.
+const warningPrefix = "underrun: warning: "
+
+// warnf prints a warning on the command's stderr.
+func warnf(e *env, format string, args ...any) {
+	fmt.Fprintf(e.stderr, warningPrefix+format+"\n", args...)
+}
+
+// isFile reports whether name is a file that exists (not a folder).
+func isFile(name string) bool {
+	st, err := os.Stat(name)
+	return err == nil && !st.IsDir()
 }
 
 // decoder opens the trace decoder of the input in format (or "auto").
@@ -142,12 +174,18 @@ func (in *input) description() string {
 }
 
 // Close ends the progress bar (cleared from the terminal), stops its
-// writes, and closes the file and the decoder.
+// writes, prints the decoder's warnings (fields it does not know, each
+// once) on stderr, and closes the file and the decoder.
 func (in *input) Close() {
 	if in.bar != nil {
 		in.bar.Finish()
 		in.bar.Exit()
 		in.barOut.Close()
+	}
+	if w, ok := in.dec.(trace.Warner); ok {
+		for _, msg := range w.Warnings() {
+			fmt.Fprintln(in.warn, warningPrefix+msg)
+		}
 	}
 	if c, ok := in.dec.(io.Closer); ok {
 		c.Close()

@@ -4,46 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/sim"
 )
 
-// lockedBuffer is a bytes.Buffer safe for a command writing while a test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // server is a long-running command (mock, proxy) started in the test.
 type server struct {
 	url            string
-	stdout, stderr *lockedBuffer
+	stdout, stderr *testkit.Buffer
 	code           chan int
 	cancel         context.CancelFunc
 }
@@ -55,7 +34,7 @@ var listenRe = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)`)
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, code: make(chan int, 1), cancel: cancel}
+	s := &server{stdout: &testkit.Buffer{}, stderr: &testkit.Buffer{}, code: make(chan int, 1), cancel: cancel}
 	go func() { s.code <- run(ctx, args, strings.NewReader(""), s.stdout, s.stderr) }()
 	// however long a busy machine takes to start it (the test's own
 	// deadline ends a command that never says)
@@ -106,17 +85,7 @@ func readTurns(t *testing.T, path string) []*pipeline.Turn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*pipeline.Turn
-	for {
-		tn, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, tn)
-	}
+	return testkit.All(t, dec.Next)
 }
 
 type jsonReport struct {

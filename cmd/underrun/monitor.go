@@ -95,6 +95,7 @@ type monitorCommand struct {
 	grace       time.Duration
 	gcMemory    int
 	loadModel   bool
+	otlp        otlpFlag
 }
 
 // defaultGCMemory is the heap, in MiB, the monitor lets grow between
@@ -131,6 +132,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
 	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (each token 50 ms, token chunking, no synthesizer latency), in place of the speech flags")
+	c.otlp.bind(fs)
 	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorRulesCommand(e), newMonitorEchoCommand(e), newMonitorSinkCommand(e), newMonitorWatchCommand(e))
 	return cmd
 }
@@ -186,6 +188,11 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		return usagef("--gc-memory must not be negative, got %d", c.gcMemory)
 	}
 	paceGC(c.gcMemory, os.Getenv)
+	stopOTLP, err := c.otlp.attach(c.env, &opts)
+	if err != nil {
+		return err
+	}
+	defer stopOTLP()
 	var closers []io.Closer
 	defer func() {
 		for _, f := range closers {

@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -149,14 +149,7 @@ func TestMonitorSIGKILLAfterBurstKeepsRecording(t *testing.T) {
 	defer f.Close()
 	r := trace.NewNativeReader(f, rec)
 	records, turns := 0, 0
-	for {
-		tn, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("the recording after SIGKILL: %v", err)
-		}
+	for _, tn := range testkit.All(t, r.Next) { // the recording after SIGKILL
 		turns++
 		records += 1 + len(tn.Chunks)
 		if tn.Status != "incomplete" {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -93,14 +93,7 @@ func TestMonitorSIGTERMUnderLoad(t *testing.T) {
 	defer f.Close()
 	r := trace.NewNativeReader(f, rec)
 	records := 0
-	for {
-		turn, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("recording: %v", err)
-		}
+	for _, turn := range testkit.All(t, r.Next) {
 		records += 1 + len(turn.Chunks) // turn_start and chunks
 		switch turn.Status {
 		case pipeline.StatusOK:

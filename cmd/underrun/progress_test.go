@@ -23,6 +23,12 @@ import (
 // terminal received.
 func ptyRun(t *testing.T, after time.Duration, args ...string) (int, string, string) {
 	t.Helper()
+	return ptyRunStdin(t, strings.NewReader(""), after, args...)
+}
+
+// ptyRunStdin is ptyRun with stdin as the command's standard input.
+func ptyRunStdin(t *testing.T, stdin io.Reader, after time.Duration, args ...string) (int, string, string) {
+	t.Helper()
 	master, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
@@ -35,7 +41,7 @@ func ptyRun(t *testing.T, after time.Duration, args ...string) (int, string, str
 	}()
 	var out bytes.Buffer
 	// every step redrawn: the test sees the counts move
-	code := runEnv(context.Background(), &env{stdin: strings.NewReader(""), stdout: &out, stderr: tty, progressAfter: after}, args)
+	code := runEnv(context.Background(), &env{stdin: stdin, stdout: &out, stderr: tty, progressAfter: after}, args)
 	tty.Close()
 	return code, out.String(), string(<-got)
 }
@@ -124,20 +130,7 @@ func TestProgressBarStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	master, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
-	defer master.Close()
-	got := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(master)
-		got <- b
-	}()
-	var out bytes.Buffer
-	code := runEnv(context.Background(), &env{stdin: bytes.NewReader(data), stdout: &out, stderr: tty}, []string{"analyze", "--max-tpot=false", "--output", "json", "-"})
-	tty.Close()
-	term := string(<-got)
+	code, out, term := ptyRunStdin(t, bytes.NewReader(data), 0, "analyze", "--max-tpot=false", "--output", "json", "-")
 	if code == exitUsage {
 		t.Fatalf("exit %d: %s", code, term)
 	}
@@ -145,7 +138,7 @@ func TestProgressBarStdin(t *testing.T) {
 		t.Errorf("no spinner with bytes and turns on the terminal:\n%q", term)
 	}
 	var report map[string]any
-	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Errorf("stdout is not clean JSON: %v", err)
 	}
 }

@@ -142,7 +142,7 @@ func TestAnalyzeAIPerfSibling(t *testing.T) {
 	summary := copyFixture(t, t.TempDir(), "aiperf/basic/profile_export_aiperf.json", "summary.json")
 	for _, args := range [][]string{{export}, {export2, summary}} {
 		_, stdout, stderr := runCLI(t, "", append([]string{"analyze"}, args...)...)
-		if !strings.Contains(stdout, "saved summary: all 53 values match") || !strings.Contains(stdout, "compared with AIPerf's summary") ||
+		if !strings.Contains(stdout, "saved summary: all 56 values match") || !strings.Contains(stdout, "compared with AIPerf's summary") ||
 			strings.Contains(stdout, "figures as that tool saved them") {
 			t.Errorf("%v: stderr %s, stdout:\n%s", args, stderr, stdout)
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,13 +18,16 @@ import (
 	"time"
 )
 
-// The README walk: TestREADME runs every ```sh block of README.md in
-// order, as a new user following it would, and fails on the first command
-// that ends otherwise than the README says. The conventions (written down
-// for README authors in the HTML comment at the top of README.md):
+// The README walk: TestREADME runs every ```sh block of README.md and
+// then of each reference file under cmd/underrun/docs/, the files in the
+// order of readmeFiles and each file's blocks in order, as a new user
+// following them would, and fails on the first command that ends otherwise
+// than the file says. The conventions (written down for authors in the HTML
+// comment at the top of README.md; each docs file says in its own comment
+// that it is walked):
 //
 //   - each block runs in a bash script of its own (set -o pipefail), in one
-//     scratch directory shared by all blocks, holding links to the
+//     scratch directory shared by all blocks of all the files, holding links to the
 //     repository's top-level files, with `underrun` on PATH (this test
 //     binary) and `go run ./cmd/underrun` read as `underrun`;
 //   - every command must exit 0, unless its comment says
@@ -46,9 +50,28 @@ import (
 // and nothing outside the machine can be reached, as on a fresh machine
 // without network. Elsewhere walks on one machine take turns (a lock file).
 
+// readmeFiles are the files the walk runs, in the order it runs them,
+// relative to the repository's root: the front page, then the reference.
+// A block may use what a block of a file before it made (trace.jsonl from
+// analyze.md, capture.jsonl from live.md for monitor.md, ...). Every .md
+// file under cmd/underrun/docs must be listed.
+var readmeFiles = []string{
+	"README.md",
+	"cmd/underrun/docs/analyze.md",
+	"cmd/underrun/docs/formats.md",
+	"cmd/underrun/docs/synthesis.md",
+	"cmd/underrun/docs/simulate.md",
+	"cmd/underrun/docs/speak.md",
+	"cmd/underrun/docs/live.md",
+	"cmd/underrun/docs/monitor.md",
+	"cmd/underrun/docs/livekit.md",
+	"cmd/underrun/docs/plots.md",
+	"cmd/underrun/docs/numbers.md",
+}
+
 // readmeLine is one command line of a README block, with its markers.
 type readmeLine struct {
-	n          int    // line number in README.md
+	n          int    // line number in the file
 	code       string // the command, without its comment
 	heredoc    []string
 	exit       int
@@ -60,7 +83,8 @@ type readmeLine struct {
 
 // readmeBlock is one ```sh block.
 type readmeBlock struct {
-	start int // line number of the opening fence
+	file  string // the file it is in, as readmeFiles names it
+	start int    // line number of the opening fence
 	lines []readmeLine
 }
 
@@ -96,9 +120,10 @@ func splitComment(line string) (code, comment string) {
 	return strings.TrimRight(line, " \t"), ""
 }
 
-// parseREADME returns README's ```sh blocks; a marker it does not know is
-// an error, so that a misspelt one cannot skip a command quietly.
-func parseREADME(readme string) ([]readmeBlock, error) {
+// parseREADME returns the ```sh blocks of readme, the text of the file
+// name; a marker it does not know is an error, so that a misspelt one
+// cannot skip a command quietly.
+func parseREADME(name, readme string) ([]readmeBlock, error) {
 	var blocks []readmeBlock
 	var cur *readmeBlock
 	var heredocEnd string
@@ -107,7 +132,7 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 		switch {
 		case cur == nil:
 			if strings.TrimSpace(line) == "```sh" {
-				blocks = append(blocks, readmeBlock{start: n})
+				blocks = append(blocks, readmeBlock{file: name, start: n})
 				cur = &blocks[len(blocks)-1]
 			}
 			continue
@@ -125,7 +150,7 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 		code, comment := splitComment(line)
 		if strings.TrimSpace(code) == "" {
 			if markerRe.MatchString(comment) {
-				return nil, fmt.Errorf("README.md:%d: a marker on a line without a command", n)
+				return nil, fmt.Errorf("%s:%d: a marker on a line without a command", name, n)
 			}
 			continue
 		}
@@ -135,16 +160,16 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 			switch m[1] {
 			case "exit":
 				if len(args) != 1 {
-					return nil, fmt.Errorf("README.md:%d: readme-test: exit takes one status", n)
+					return nil, fmt.Errorf("%s:%d: readme-test: exit takes one status", name, n)
 				}
 				code, err := strconv.Atoi(args[0])
 				if err != nil {
-					return nil, fmt.Errorf("README.md:%d: readme-test: exit %q: %v", n, args[0], err)
+					return nil, fmt.Errorf("%s:%d: readme-test: exit %q: %v", name, n, args[0], err)
 				}
 				l.exit = code
 			case "needs":
 				if len(args) == 0 {
-					return nil, fmt.Errorf("README.md:%d: readme-test: needs names no program", n)
+					return nil, fmt.Errorf("%s:%d: readme-test: needs names no program", name, n)
 				}
 				l.needs = args
 			case "network":
@@ -152,7 +177,7 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 			case "suite":
 				l.skip = "runs the test suite, which runs this walk"
 			default:
-				return nil, fmt.Errorf("README.md:%d: unknown marker readme-test: %s (want exit N, needs PROG..., network or suite)", n, m[1])
+				return nil, fmt.Errorf("%s:%d: unknown marker readme-test: %s (want exit N, needs PROG..., network or suite)", name, n, m[1])
 			}
 		}
 		if c, ok := strings.CutSuffix(l.code, "&"); ok && !strings.HasSuffix(c, "&") {
@@ -167,7 +192,7 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 		cur.lines = append(cur.lines, l)
 	}
 	if cur != nil {
-		return nil, fmt.Errorf("README.md:%d: a ```sh block that never ends", cur.start)
+		return nil, fmt.Errorf("%s:%d: a ```sh block that never ends", name, cur.start)
 	}
 	return blocks, nil
 }
@@ -175,26 +200,26 @@ func parseREADME(readme string) ([]readmeBlock, error) {
 // readmePrelude is the start of every block's script: the checks the
 // commands are followed by.
 const readmePrelude = `set -o pipefail
-__check() { # README line, status wanted, status got
+__check() { # FILE:LINE, status wanted, status got
 	if [ "$3" != "$2" ]; then
-		echo "readme-test: README.md:$1: exit status $3, want $2" >&2
+		echo "readme-test: $1: exit status $3, want $2" >&2
 		exit 1
 	fi
 }
-__ready() { # README line, pid, ports: wait until every port accepts
+__ready() { # FILE:LINE, pid, ports: wait until every port accepts
 	local line=$1 pid=$2 port
 	shift 2
 	for port in "$@"; do
 		until (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; do
 			if ! kill -0 "$pid" 2>/dev/null; then
-				echo "readme-test: README.md:$line: the command ended before 127.0.0.1:$port accepted connections" >&2
+				echo "readme-test: $line: the command ended before 127.0.0.1:$port accepted connections" >&2
 				exit 1
 			fi
 			sleep 0.01
 		done
 	done
 }
-__free() { # README line, ports: wait until no server listens on them
+__free() { # FILE:LINE, ports: wait until no server listens on them
 	local line=$1 port
 	shift
 	for port in "$@"; do
@@ -202,7 +227,7 @@ __free() { # README line, ports: wait until no server listens on them
 			# a server of this block may still be stopping; what
 			# listens once none runs is another program's
 			if [ -z "$(jobs -rp)" ] && (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-				echo "readme-test: README.md:$line: 127.0.0.1:$port is taken by another program" >&2
+				echo "readme-test: $line: 127.0.0.1:$port is taken by another program" >&2
 				exit 1
 			fi
 			sleep 0.01
@@ -232,15 +257,16 @@ func (b readmeBlock) script(have func(string) bool) (string, []string) {
 			}
 		}
 		if why != "" {
-			skipped = append(skipped, fmt.Sprintf("README.md:%d: %s: %s", l.n, why, l.code))
+			skipped = append(skipped, fmt.Sprintf("%s:%d: %s: %s", b.file, l.n, why, l.code))
 			if len(l.heredoc) > 0 {
-				return "", append(skipped, fmt.Sprintf("README.md:%d: a here-document cannot be skipped", l.n))
+				return "", append(skipped, fmt.Sprintf("%s:%d: a here-document cannot be skipped", b.file, l.n))
 			}
 			continue
 		}
-		fmt.Fprintf(&s, "echo '+ README.md:%d' >&2\n", l.n)
+		at := fmt.Sprintf("%s:%d", b.file, l.n)
+		fmt.Fprintf(&s, "echo '+ %s' >&2\n", at)
 		if l.background && len(l.ports) > 0 {
-			fmt.Fprintf(&s, "__free %d %s\n", l.n, strings.Join(l.ports, " "))
+			fmt.Fprintf(&s, "__free %s %s\n", at, strings.Join(l.ports, " "))
 		}
 		s.WriteString(l.code + "\n")
 		for _, h := range l.heredoc {
@@ -248,9 +274,9 @@ func (b readmeBlock) script(have func(string) bool) (string, []string) {
 		}
 		switch {
 		case l.background:
-			fmt.Fprintf(&s, "__ready %d $! %s\n", l.n, strings.Join(l.ports, " "))
+			fmt.Fprintf(&s, "__ready %s $! %s\n", at, strings.Join(l.ports, " "))
 		default:
-			fmt.Fprintf(&s, "__check %d %d $?\n", l.n, l.exit)
+			fmt.Fprintf(&s, "__check %s %d $?\n", at, l.exit)
 		}
 	}
 	return s.String(), skipped
@@ -332,9 +358,10 @@ func (w *readmeWalk) run(ctx context.Context, t *testing.T, b readmeBlock) (stri
 		t.Logf("skipped %s", s)
 	}
 	if script == "" {
-		return "", fmt.Errorf("block at README.md:%d cannot run", b.start)
+		return "", fmt.Errorf("block at %s:%d cannot run", b.file, b.start)
 	}
-	path := filepath.Join(w.dir, fmt.Sprintf("block-%d.sh", b.start))
+	base := strings.TrimSuffix(filepath.Base(b.file), ".md")
+	path := filepath.Join(w.dir, fmt.Sprintf("block-%s-%d.sh", base, b.start))
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -360,23 +387,14 @@ func (w *readmeWalk) run(ctx context.Context, t *testing.T, b readmeBlock) (stri
 	return string(got), err
 }
 
-// TestREADME walks the README: see the conventions above.
+// TestREADME walks the README and then the docs files: see the
+// conventions above.
 func TestREADME(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("the README walk runs servers and simulations for a minute")
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := parseREADME(string(readme))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no ```sh block")
-	}
+	blocks := readmeBlocks(t)
 	w := newREADMEWalk(t)
 	ctx := context.Background()
 	if deadline, ok := t.Deadline(); ok {
@@ -389,12 +407,44 @@ func TestREADME(t *testing.T) {
 	for _, b := range blocks {
 		blockStart := time.Now()
 		out, err := w.run(ctx, t, b)
-		t.Logf("block at README.md:%d: %v", b.start, time.Since(blockStart).Round(time.Millisecond))
+		t.Logf("block at %s:%d: %v", b.file, b.start, time.Since(blockStart).Round(time.Millisecond))
 		if err != nil {
-			t.Fatalf("block at README.md:%d: %v\n%s", b.start, err, tail(out, 60))
+			t.Fatalf("block at %s:%d: %v\n%s", b.file, b.start, err, tail(out, 60))
 		}
 	}
 	t.Logf("the README walk took %v", time.Since(started).Round(time.Millisecond))
+}
+
+// readmeBlocks returns the blocks of every file of readmeFiles, in the
+// walk's order; a docs file the list lacks fails the test, so that none
+// is left unwalked.
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if !slices.Contains(readmeFiles, "cmd/underrun/"+filepath.ToSlash(d)) {
+			t.Errorf("cmd/underrun/%s is not in readmeFiles (readme_test.go): the walk would not run it", filepath.ToSlash(d))
+		}
+	}
+	var blocks []readmeBlock
+	for _, name := range readmeFiles {
+		text, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := parseREADME(name, string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, bs...)
+	}
+	if len(blocks) == 0 {
+		t.Fatal("README.md and the docs files have no ```sh block")
+	}
+	return blocks
 }
 
 // TestREADMEConventions: the walk's markers do what the README's comment
@@ -431,7 +481,7 @@ func TestREADMEConventions(t *testing.T) {
 			"underrun mock --listen 127.0.0.1:18434 --scenario default &", "README.md:5: 127.0.0.1:18434 is taken by another program"},
 	}
 	for _, tt := range tests {
-		blocks, err := parseREADME("text\n```sh\n" + tt.block + "\n```\n")
+		blocks, err := parseREADME("README.md", "text\n```sh\n"+tt.block+"\n```\n")
 		if err != nil || len(blocks) != 1 {
 			t.Fatalf("%s: %v, %d blocks", tt.name, err, len(blocks))
 		}
@@ -453,7 +503,7 @@ func TestREADMEConventions(t *testing.T) {
 		t.Errorf("the background command %q still runs after its block", b)
 	}
 	for _, bad := range []string{"true # readme-test: skip", "true # readme-test: exit one", "# readme-test: network"} {
-		if _, err := parseREADME("```sh\n" + bad + "\n```\n"); err == nil {
+		if _, err := parseREADME("README.md", "```sh\n"+bad+"\n```\n"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

@@ -169,15 +169,11 @@ func (c *replayCommand) read(ctx context.Context, args []string) ([]*pipeline.Tu
 
 // readFile appends the turns of one input to turns.
 func (c *replayCommand) readFile(ctx context.Context, turns []*pipeline.Turn, name string) ([]*pipeline.Turn, error) {
-	in, err := openInput(c.env, name)
+	in, dec, err := openDecoder(c.env, name, c.format)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	dec, err := in.decoder(c.format)
-	if err != nil {
-		return nil, err
-	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err

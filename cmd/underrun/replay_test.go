@@ -204,15 +204,7 @@ func TestVoiceCalibrate(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, errOut)
 		}
 	}
-	f, err := os.Open(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := tts.ReadProfile(f, prof)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readAs(t, prof, tts.ReadProfile)
 	code, out, errOut := runCLI(t, "", "--voice", prof, "--rtf", "0.25", "--output", "json")
 	if code == exitUsage {
 		t.Fatalf("--voice: exit %d; %s", code, errOut)

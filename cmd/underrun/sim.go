@@ -227,8 +227,8 @@ func describeScenario(w io.Writer, s *scenarios.Scenario) {
 	fmt.Fprintf(w, "scenario %s (%s): %s\n", s.Name, s.Source, s.Doc)
 	fmt.Fprintf(w, "generator: %s\n", s.Setup.Gen.String())
 	if a := rooflineAccuracy(s); a != nil {
-		fmt.Fprintf(w, "the decode timing is a model, not a measurement: against %d published measurements it predicted %.2f-%.2fx the measured TPOT (80%% of points; median %.2fx, %.0f%% within 20%%, worst optimistic %.2fx; every point is in the README)\n",
-			a.Points, a.P10, a.P90, a.Median, 100*a.Within20, a.Low)
+		fmt.Fprintf(w, "the decode timing is a model, not a measurement: against %d published measurements it predicted %.2f-%.2fx the measured TPOT (80%% of points; median %.2fx, %.0f%% within 20%%, worst %.2fx-%.2fx; every point is in cmd/underrun/docs/simulate.md)\n",
+			a.Points, a.P10, a.P90, a.Median, 100*a.Within20, a.Low, a.High)
 	}
 	fmt.Fprintf(w, "turns: %d through the report, %d in the Monte Carlo run; seed %d\n\n", s.Turns, s.MonteCarlo, s.Seed)
 }

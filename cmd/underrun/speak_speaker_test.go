@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline/speak"
-	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
@@ -116,6 +115,28 @@ func firstSound(s []float32, quiet float64) int {
 	return len(s)
 }
 
+// speakerSetup starts a sound server at rate in a folder of the test's
+// (the one environment variable keep names, to look at the files
+// afterwards) and builds the speaker binary there; it skips the test when
+// the go command is missing.
+func speakerSetup(t *testing.T, keep string, rate int) (srv *soundServer, bin, dir string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found:", err)
+	}
+	dir = t.TempDir()
+	if d := os.Getenv(keep); d != "" {
+		dir = d
+	}
+	srv = startSoundServer(t, dir, rate)
+	bin = filepath.Join(dir, "underrun")
+	if out, err := exec.Command(goTool, "build", "-tags", "speaker", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags speaker: %v\n%s", err, out)
+	}
+	return srv, bin, dir
+}
+
 // The speaker build against a real sound server: PulseAudio with a null
 // sink, played into through ALSA's PulseAudio plugin by beep's speaker,
 // its monitor recorded. The silence in the recording is the silence the
@@ -130,21 +151,8 @@ func TestSpeakSpeakerBuild(t *testing.T) {
 	}
 	t.Parallel()
 	e := streamtest.Espeak(t, 320)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go command not found:", err)
-	}
-	dir := t.TempDir()
-	if keep := os.Getenv("UNDERRUN_KEEP_SPEAKER_TEST"); keep != "" {
-		dir = keep // to look at the files afterwards
-	}
 	const rate = 22050 // espeak-ng's: no resampling anywhere
-	srv := startSoundServer(t, dir, rate)
-	bin := filepath.Join(dir, "underrun")
-	build := exec.Command(goTool, "build", "-tags", "speaker", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags speaker: %v\n%s", err, out)
-	}
+	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_SPEAKER_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)
 	wav, rec := filepath.Join(dir, "played.wav"), filepath.Join(dir, "run.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -154,7 +162,7 @@ func TestSpeakSpeakerBuild(t *testing.T) {
 	cmd.Env = srv.env
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	recorded := stop()
 	if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
 		t.Fatalf("speak --play: %v\n%s", err, stderr.String())
@@ -163,37 +171,13 @@ func TestSpeakSpeakerBuild(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recording, err := speak.ReadRecording(f, rec)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recording := readAs(t, rec, speak.ReadRecording)
 	h := recording.Heard["t1"]
 	if !h.Started || len(h.Gaps) == 0 {
 		t.Fatalf("heard %+v: want the stalls heard; stderr:\n%s", h, stderr.String())
 	}
-	b, err := os.ReadFile(wav)
-	if err != nil {
-		t.Fatal(err)
-	}
-	given, err := tts.DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reference []float32
-	var bounds []int
-	for _, c := range recording.Chunks["t1"] {
-		a, err := e.Engine.Synthesize(context.Background(), c.Text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bounds = append(bounds, len(reference))
-		reference = append(reference, a.Samples...)
-	}
+	given := readWAV(t, wav)
+	reference, bounds := chunkAudio(t, e, recording.Chunks["t1"])
 	// the recording and what the player gave the card start at moments of
 	// their own, before the turn's first sound: align them by it
 	const quiet = 4.0 / 32768

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/player"
+	"github.com/speech-pipeline/underrun/tts/stream"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
@@ -202,18 +202,22 @@ func TestSpeakAgainstMock(t *testing.T) {
 
 	// the independent check: the energy of the WAV against the audio the
 	// synthesizer makes of the recorded chunks, made again here
-	f, err := os.Open(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recording, err := speak.ReadRecording(f, rec)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reference []float32
-	var bounds []int
-	for _, c := range recording.Chunks["r1"] {
+	recording := readAs(t, rec, speak.ReadRecording)
+	reference, bounds := chunkAudio(t, e, recording.Chunks["r1"])
+	played := readWAV(t, wav)
+	h := recording.Heard["r1"]
+	// the turn's audio starts in the WAV where the player says it played
+	// its first sample
+	found := exact.detectGaps(played.Samples[h.FirstSample:], reference, bounds, played.Rate)
+	t.Logf("heard gaps %+v; silence found in the WAV %v", h.Gaps, found)
+	checkFound(t, found, h, played.Rate, "the WAV", time.Millisecond)
+}
+
+// chunkAudio synthesizes the recorded chunks again, one after another:
+// the audio, and where each chunk's starts in it.
+func chunkAudio(t *testing.T, e *stream.Espeak, chunks []speak.Timing) (reference []float32, bounds []int) {
+	t.Helper()
+	for _, c := range chunks {
 		a, err := e.Engine.Synthesize(context.Background(), c.Text)
 		if err != nil {
 			t.Fatal(err)
@@ -221,20 +225,7 @@ func TestSpeakAgainstMock(t *testing.T) {
 		bounds = append(bounds, len(reference))
 		reference = append(reference, a.Samples...)
 	}
-	b, err := os.ReadFile(wav)
-	if err != nil {
-		t.Fatal(err)
-	}
-	played, err := tts.DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := recording.Heard["r1"]
-	// the turn's audio starts in the WAV where the player says it played
-	// its first sample
-	found := exact.detectGaps(played.Samples[h.FirstSample:], reference, bounds, played.Rate)
-	t.Logf("heard gaps %+v; silence found in the WAV %v", h.Gaps, found)
-	checkFound(t, found, h, played.Rate, "the WAV", time.Millisecond)
+	return reference, bounds
 }
 
 // checkFound checks the silence found in what was played (found: each
@@ -398,19 +389,7 @@ func TestVoiceCalibrateSpeechAPI(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--engine", "espeak-ng", "--runs", "1", "-o", local); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	read := func(path string) tts.Profile {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		p, err := tts.ReadProfile(f, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	a, l := read(api), read(local)
+	a, l := readAs(t, api, tts.ReadProfile), readAs(t, local, tts.ReadProfile)
 	if a.Synth == nil || a.Synth.Mode != tts.ModeRequest || a.Synth.TTFA < 100*time.Millisecond || a.Synth.Continuation < 100*time.Millisecond {
 		t.Errorf("speech API profile synth %+v, want request mode with the mock's 100 ms in both latencies", a.Synth)
 	}

@@ -1,9 +1,7 @@
 package httpserver
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 func TestHostsAllowed(t *testing.T) {
@@ -111,36 +111,5 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
-	const conns = 200
-	closed := make(chan error, conns)
-	for range conns {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
-		go func() {
-			br := bufio.NewReader(c)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				closed <- err
-				return
-			}
-			io.ReadAll(resp.Body)
-			resp.Body.Close()
-			_, err = br.ReadByte() // blocks until the server closes the idle connection
-			if err != io.EOF {
-				err = fmt.Errorf("after the response: %v, want EOF", err)
-			} else {
-				err = nil
-			}
-			closed <- err
-		}()
-	}
-	for range conns {
-		if err := <-closed; err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.IdleClosed(t, ln.Addr().String(), "/", "localhost", 200)
 }

@@ -1,9 +1,7 @@
 package monitor
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // status requests path from the test server with the given Host and
@@ -125,29 +124,5 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, ln, time.Second) }()
 	defer func() { cancel(); <-served }()
-	const conns = 100
-	closed := make(chan error, conns)
-	for range conns {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-		go func() {
-			br := bufio.NewReader(c)
-			resp, err := http.ReadResponse(br, nil)
-			if err == nil {
-				io.ReadAll(resp.Body)
-				resp.Body.Close()
-				_, err = br.ReadByte() // until the monitor closes the idle connection
-			}
-			closed <- err
-		}()
-	}
-	for range conns {
-		if err := <-closed; err != io.EOF {
-			t.Fatalf("an idle connection: %v, want closed by the monitor (EOF)", err)
-		}
-	}
+	testkit.IdleClosed(t, ln.Addr().String(), "/healthz", "127.0.0.1", 100)
 }

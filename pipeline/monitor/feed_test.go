@@ -2,8 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math"
 	"net/http/httptest"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -42,7 +41,7 @@ func TestFeedMatchesOfflineAnalysis(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var rec lockedBuffer
+	var rec testkit.Buffer
 	_, ts := startServer(t, Options{Config: cfg, Record: &rec})
 	ev := subscribe(t, ts)
 	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
@@ -191,11 +190,11 @@ func TestShardSpreadsAndMovesLittle(t *testing.T) {
 func TestFeedShardsSessions(t *testing.T) {
 	t.Parallel()
 	const monitors, sessions = 3, 12
-	recs := make([]*lockedBuffer, monitors)
+	recs := make([]*testkit.Buffer, monitors)
 	srvs := make([]*Server, monitors)
 	urls := make([]string, monitors)
 	for i := range monitors {
-		recs[i] = &lockedBuffer{}
+		recs[i] = &testkit.Buffer{}
 		var ts *httptest.Server
 		srvs[i], ts = startServer(t, Options{Record: recs[i]})
 		urls[i] = ts.URL
@@ -225,18 +224,8 @@ func TestFeedShardsSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var turns []*pipeline.Turn
 		r := trace.NewNativeReader(strings.NewReader(recs[i].String()), "rec")
-		for {
-			tn, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			turns = append(turns, tn)
-		}
+		turns := testkit.All(t, r.Next)
 		if len(turns) != want[i] {
 			t.Errorf("monitor %d recorded %d turns, want %d", i, len(turns), want[i])
 		}

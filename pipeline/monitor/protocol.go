@@ -12,10 +12,10 @@ import (
 )
 
 // Type names a message of the ingest protocol. A voice app sends the
-// first five; the monitor answers with hello and error.
+// first eight; the monitor answers with hello and error.
 type Type string
 
-// The message types of the ingest protocol (README, "Live monitor").
+// The message types of the ingest protocol (cmd/underrun/docs/monitor.md).
 const (
 	// TypeTurnStart: the app sent an LLM request; chunk times count from now.
 	TypeTurnStart Type = "turn_start"
@@ -29,6 +29,15 @@ const (
 	// TypeTTS: a fact from the real synthesizer: this text took audio_ms
 	// of audio. The session's voice model is rescaled to match.
 	TypeTTS Type = "tts"
+	// TypeSpeech: the app handed this text of the turn to its synthesizer
+	// (a speech chunk released by its chunking).
+	TypeSpeech Type = "speech"
+	// TypeAudio: a piece of the turn's audio (audio_ms long) reached the
+	// app's player.
+	TypeAudio Type = "audio"
+	// TypePlayout: the app's player has played the turn's audio to its
+	// end; it may say what it counted (start_ms, gaps).
+	TypePlayout Type = "playout"
 	// TypeHello is the monitor's first message on a connection: the
 	// session's name and the limits in force.
 	TypeHello Type = "hello"
@@ -68,9 +77,39 @@ type Message struct {
 	Error  string
 	// OutputTokens is the usage count the server reported (turn_end).
 	OutputTokens int
-	// Audio is a tts fact's measured audio duration.
+	// Audio is a tts fact's measured audio duration, or the length of an
+	// audio message's piece.
 	Audio time.Duration
+	// Speech is the speech chunk (from 0, in the order of the turn's
+	// speech messages) an audio piece belongs to (HasSpeech false: the
+	// latest one).
+	Speech    int
+	HasSpeech bool
+	// Start is when the app's player played the turn's first audio, since
+	// turn_start (playout; HasStart false: not said).
+	Start    time.Duration
+	HasStart bool
+	// Gaps are the silences the app's player counted (playout), in order.
+	Gaps []PlayerGap
+	// Traceparent and Tracestate are the W3C trace context a turn_start
+	// may carry (fields "traceparent", "tracestate"): the turn's span, when
+	// the monitor exports to a tracing backend, joins that trace. They are
+	// kept as sent, at most MaxTraceContext bytes each.
+	Traceparent, Tracestate string
 }
+
+// MaxTraceContext is the longest traceparent or tracestate accepted, in
+// bytes (W3C Trace Context lets tracestate reach 512).
+const MaxTraceContext = 512
+
+// PlayerGap is a silence an app's player played inside a turn's speech:
+// from Start (since turn_start) for Duration.
+type PlayerGap struct {
+	Start, Duration time.Duration
+}
+
+// MaxPlayerGaps is the most gaps a playout message may list.
+const MaxPlayerGaps = 1024
 
 // Parse decodes one ingest message with p (a Parser is not safe for
 // concurrent use; keep one per connection). Unknown fields are ignored.
@@ -105,8 +144,14 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		m.Type = TypeBargeIn
 	case TypeTTS:
 		m.Type = TypeTTS
+	case TypeSpeech:
+		m.Type = TypeSpeech
+	case TypeAudio:
+		m.Type = TypeAudio
+	case TypePlayout:
+		m.Type = TypePlayout
 	default:
-		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in or tts, got %q", ErrMessage, typ)
+		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in, tts, speech, audio or playout, got %q", ErrMessage, typ)
 	}
 	turn, err := strBytes(v, "turn", m.Type != TypeTTS)
 	if err != nil {
@@ -121,6 +166,18 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		return m, fmt.Errorf("%w: field \"turn\": want at most %d bytes, got %d", ErrMessage, MaxName, len(m.Turn))
 	}
 	switch m.Type {
+	case TypeTurnStart:
+		for _, f := range []struct {
+			name string
+			to   *string
+		}{{"traceparent", &m.Traceparent}, {"tracestate", &m.Tracestate}} {
+			if *f.to, err = str(v, f.name, false); err != nil {
+				return m, err
+			}
+			if len(*f.to) > MaxTraceContext {
+				return m, fmt.Errorf("%w: field %q: want at most %d bytes, got %d", ErrMessage, f.name, MaxTraceContext, len(*f.to))
+			}
+		}
 	case TypeChunk:
 		if t := v.Get("text"); t != nil && t.Type() != fastjson.TypeNull {
 			b, err := t.StringBytes()
@@ -175,8 +232,78 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		if !ok || m.Audio <= 0 {
 			return m, fmt.Errorf("%w: field \"audio_ms\": want a positive duration in milliseconds", ErrMessage)
 		}
+	case TypeSpeech:
+		if m.Text, err = str(v, "text", true); err != nil {
+			return m, err
+		}
+		m.HasText = true
+		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
+			return m, err
+		}
+	case TypeAudio:
+		var ok bool
+		if m.Audio, ok, err = millis(v, "audio_ms", true); err != nil {
+			return m, err
+		}
+		if !ok || m.Audio <= 0 {
+			return m, fmt.Errorf("%w: field \"audio_ms\": want a positive duration in milliseconds", ErrMessage)
+		}
+		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
+			return m, err
+		}
+		if f := v.Get("speech"); f != nil && f.Type() != fastjson.TypeNull {
+			if m.Speech, err = count(v, "speech"); err != nil {
+				return m, err
+			}
+			m.HasSpeech = true
+		}
+	case TypePlayout:
+		if m.Start, m.HasStart, err = millis(v, "start_ms", false); err != nil {
+			return m, err
+		}
+		if m.Gaps, err = playerGaps(v); err != nil {
+			return m, err
+		}
 	}
 	return m, nil
+}
+
+// playerGaps reads a playout message's gaps: an array of objects with
+// start_ms and duration_ms, in time order, not overlapping.
+func playerGaps(v *fastjson.Value) ([]PlayerGap, error) {
+	f := v.Get("gaps")
+	if f == nil || f.Type() == fastjson.TypeNull {
+		return nil, nil
+	}
+	arr, err := f.Array()
+	if err != nil {
+		return nil, fmt.Errorf("%w: field \"gaps\": want an array, got %s", ErrMessage, f.Type())
+	}
+	if len(arr) > MaxPlayerGaps {
+		return nil, fmt.Errorf("%w: field \"gaps\": want at most %d gaps, got %d", ErrMessage, MaxPlayerGaps, len(arr))
+	}
+	out := make([]PlayerGap, 0, len(arr))
+	var end time.Duration
+	for i, g := range arr {
+		if g.Type() != fastjson.TypeObject {
+			return nil, fmt.Errorf("%w: field \"gaps\" [%d]: want an object, got %s", ErrMessage, i, g.Type())
+		}
+		start, _, err := millis(g, "start_ms", true)
+		if err != nil {
+			return nil, fmt.Errorf("gaps[%d]: %w", i, err)
+		}
+		d, _, err := millis(g, "duration_ms", true)
+		if err != nil {
+			return nil, fmt.Errorf("gaps[%d]: %w", i, err)
+		}
+		if start < end {
+			return nil, fmt.Errorf("%w: field \"gaps\" [%d]: starts at %.3f ms, before the gap before it ended (%.3f ms)",
+				ErrMessage, i, pipeline.Millis(start), pipeline.Millis(end))
+		}
+		end = start + d
+		out = append(out, PlayerGap{Start: start, Duration: d})
+	}
+	return out, nil
 }
 
 // str reads a string field.

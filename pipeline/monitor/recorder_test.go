@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -44,7 +45,7 @@ func TestRecorderNames(t *testing.T) {
 // turn as streamed, each under a name of its own.
 func TestRecordedReusedTurnsReadBack(t *testing.T) {
 	t.Parallel()
-	var rec lockedBuffer
+	var rec testkit.Buffer
 	s, ts := startServer(t, Options{Record: &rec})
 	turn := func(c *websocket.Conn, text string) {
 		t.Helper()

@@ -114,6 +114,10 @@ type Options struct {
 	// IdleTimeout closes a keep-alive HTTP connection that sends no next
 	// request for this long (Serve; default httpserver.IdleTimeout).
 	IdleTimeout time.Duration
+	// OnTurn, when set, receives every turn as it ends (an exporter to a
+	// tracing backend). It runs on the session's guard, so it must return
+	// quickly, and it must not keep TurnDone.Playout.
+	OnTurn func(TurnDone)
 
 	// recordBacklog is how many bytes of records may wait behind a write
 	// that Record holds up before ingestion waits too (tests: a few)
@@ -504,6 +508,15 @@ type eventMessage struct {
 	Glitches      *int     `json:"glitches,omitempty"`
 	Interruptions *int     `json:"interruptions,omitempty"`
 	UnderrunMs    float64  `json:"underrun_ms,omitempty"`
+	// Heard, Predicted, Player, Differences, Agrees, SpeechChunks and
+	// MeasuredChunks make a heard event (playout.go).
+	Heard          []gapMessage   `json:"heard,omitempty"`
+	Predicted      []gapMessage   `json:"predicted,omitempty"`
+	Player         *playerMessage `json:"player,omitempty"`
+	Differences    []diffMessage  `json:"differences,omitempty"`
+	Agrees         *bool          `json:"agrees,omitempty"`
+	SpeechChunks   *int           `json:"speech_chunks,omitempty"`
+	MeasuredChunks *int           `json:"measured_chunks,omitempty"`
 	// UnixNs is the wall-clock moment the event is about (for
 	// underrun_started, when the buffer drained); SentUnixNs when the
 	// monitor sent it.

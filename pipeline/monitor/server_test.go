@@ -21,6 +21,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -229,26 +230,6 @@ func ftoa(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// lockedBuffer is a recording destination safe to read while written.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
-}
-
-func (l *lockedBuffer) String() string { return string(l.Bytes()) }
-
 // testCounter reads one sample of the monitor's metrics, named as the
 // exposition format writes it.
 func testCounter(t *testing.T, s *Server, name string) float64 {
@@ -401,7 +382,7 @@ func TestSlowSubscriberDoesNotDelayOthers(t *testing.T) {
 
 func TestShutdownUnderLoadKeepsRecording(t *testing.T) {
 	t.Parallel()
-	var rec lockedBuffer
+	var rec testkit.Buffer
 	s, err := New(Options{Config: tokenConfig(40*time.Millisecond, 0), Record: &rec, FlushInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -453,14 +434,7 @@ func TestShutdownUnderLoadKeepsRecording(t *testing.T) {
 	// every turn in the recording is whole, and holds every chunk accepted
 	r := trace.NewNativeReader(bytes.NewReader(rec.Bytes()), "recording")
 	turns, chunks := 0, 0
-	for {
-		turn, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("recording: %v", err)
-		}
+	for _, turn := range testkit.All(t, r.Next) {
 		if turn.Status != pipeline.StatusOK && turn.Status != pipeline.StatusIncomplete {
 			t.Errorf("turn %s ended %s", turn.ID, turn.Status)
 		}
@@ -541,7 +515,7 @@ func (brokenDisk) Write([]byte) (int, error) { return 0, errors.New("disk full")
 // not on every flush.
 func TestRecordingErrorLoggedOnce(t *testing.T) {
 	t.Parallel()
-	var log lockedBuffer
+	var log testkit.Buffer
 	_, ts := startServer(t, Options{Record: brokenDisk{}, FlushInterval: 2 * time.Millisecond, Logger: zerolog.New(&log)})
 	c := ingest(t, ts, "s")
 	sendT(t, c, `{"type":"turn_start","turn":"t"}`)
@@ -635,7 +609,7 @@ func TestIngestTimedByArrival(t *testing.T) {
 	if !rxstamp.Supported() {
 		t.Skip("this system gives no kernel receive stamps")
 	}
-	keepStamps(t)
+	testkit.KeepStamps(t)
 	gate := &gateWriter{open: make(chan struct{}), waiting: make(chan struct{})}
 	s, err := New(Options{Config: tokenConfig(100*time.Millisecond, 0), Record: gate, FlushInterval: 300 * time.Millisecond, recordBacklog: 1})
 	if err != nil {
@@ -715,42 +689,5 @@ func TestIngestTimedByArrival(t *testing.T) {
 	}
 	if at[1].Before(bSent.Add(-clocks)) || at[1].After(at[2]) {
 		t.Errorf("chunk b recorded %v after its send began, c %v: want b after its send and no later than c", at[1].Sub(bSent), at[2].Sub(bSent))
-	}
-}
-
-// keepStamps turns the kernel's receive stamps on for the rest of the test
-// and waits until they come: the kernel enables them a moment after the
-// first socket asks (a worker thread does, later on a busy machine) and
-// off again when the last one closes, so one stamping socket stays open.
-func keepStamps(t *testing.T) {
-	t.Helper()
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := rxstamp.Listener(plain)
-	t.Cleanup(func() { ln.Close() })
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	buf := make([]byte, 1)
-	for {
-		if _, err := client.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rxstamp.Stamp(srv); ok {
-			return
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

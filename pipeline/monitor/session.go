@@ -45,6 +45,9 @@ type session struct {
 	mu    sync.Mutex
 	turns map[string]*turnState
 	last  string // the turn started most recently and still open
+	// what the app reported of its turns' speech and audio (playout.go)
+	audio      map[string]*turnAudio
+	audioOrder []string
 	// what the table shows
 	closed                                       bool
 	turnsDone, glitches, interruptions, bargeIns int
@@ -124,6 +127,48 @@ type turnState struct {
 	draining bool
 	outTok   int
 	series   *turnSeries // its history in the live chart
+	// the W3C trace context of its turn_start
+	traceparent, tracestate string
+}
+
+// TurnDone is a turn as it ended, for Options.OnTurn.
+type TurnDone struct {
+	// Turn is the turn as it streamed (ID the turn's, Session the
+	// session's, Start when its turn_start came); Playout its finished
+	// engine, reused once OnTurn returns.
+	Turn    *pipeline.Turn
+	Playout *pipeline.Playout
+	// Underruns are the turn's underruns as the monitor counts them: cut
+	// at a barge-in.
+	Underruns []pipeline.Underrun
+	// Status is the turn's status as the turns metric counts it: ok,
+	// error, cancelled, incomplete or barge_in.
+	Status string
+	// Traceparent and Tracestate are the trace context its turn_start
+	// carried ("" when none).
+	Traceparent, Tracestate string
+}
+
+// turnDone builds what OnTurn gets of a turn's EventTurn (session lock
+// held: it reads ts).
+func turnDone(e pipeline.Event, ts *turnState, status string, interruption time.Duration) TurnDone {
+	rec := *e.Record
+	d := TurnDone{Turn: &rec, Playout: e.Playout, Status: status}
+	if ts != nil {
+		if ts.outTok > 0 {
+			rec.OutputTokens = ts.outTok
+		}
+		d.Traceparent, d.Tracestate = ts.traceparent, ts.tracestate
+	}
+	if p := e.Playout; p != nil {
+		d.Underruns = make([]pipeline.Underrun, 0, len(p.Underruns))
+		for _, u := range p.Underruns {
+			if u, ok := clip(u, ts, interruption); ok {
+				d.Underruns = append(d.Underruns, u)
+			}
+		}
+	}
+	return d
 }
 
 func (s *Server) newSession(id, remote string) (*session, error) {
@@ -159,6 +204,8 @@ func (sess *session) handle(m Message, arrived time.Time) error {
 		return sess.turnEnd(m)
 	case TypeBargeIn:
 		return sess.bargeIn(m, arrived)
+	case TypeSpeech, TypeAudio, TypePlayout:
+		return sess.speechMessage(m, arrived)
 	case TypeTTS:
 		f, err := sess.scale.learn(m.Text, m.Audio)
 		if err != nil {
@@ -190,10 +237,12 @@ func (sess *session) turnStart(m Message, arrived time.Time) error {
 	if err := sess.guard.BeginAt(m.Turn, sess.id, begin); err != nil {
 		return fmt.Errorf("%w: turn %q: %w", ErrRejected, m.Turn, err)
 	}
-	ts := &turnState{id: m.Turn, rec: sess.srv.rec.begin(sess.id, m.Turn, begin), begin: begin}
+	ts := &turnState{id: m.Turn, rec: sess.srv.rec.begin(sess.id, m.Turn, begin), begin: begin,
+		traceparent: m.Traceparent, tracestate: m.Tracestate}
 	sess.mu.Lock()
 	sess.turns[m.Turn] = ts
 	sess.last = m.Turn
+	sess.beginAudio(m.Turn, begin)
 	ts.series = sess.series.begin(m.Turn, begin)
 	sess.mu.Unlock()
 	sess.srv.m.openTurns.Inc()
@@ -446,7 +495,15 @@ func (sess *session) onEvent(e pipeline.Event) {
 			ts.draining = false
 		}
 		sess.series.end(e.Turn, begin.Add(e.At))
+		var done TurnDone
+		if sess.srv.opts.OnTurn != nil {
+			done = turnDone(e, ts, sum.status, interruption)
+		}
+		played := sess.endAudio(e.Turn, e.Record)
 		sess.mu.Unlock()
+		if played != nil {
+			sess.reportHeard(played)
+		}
 		m := sess.srv.m
 		m.turns.WithLabelValues(sum.status).Inc()
 		m.speech.Add(sum.speech.Seconds())
@@ -480,6 +537,9 @@ func (sess *session) onEvent(e pipeline.Event) {
 			msg.TTFAMs = ptr(pipeline.Millis(sum.ttfa))
 		}
 		sess.publish(msg)
+		if on := sess.srv.opts.OnTurn; on != nil {
+			on(done)
+		}
 	default:
 		sess.mu.Unlock()
 	}

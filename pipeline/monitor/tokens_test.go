@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // TestTokenFields: "token" names the chunk an underrun blames, counted
@@ -39,7 +40,7 @@ func TestTokenFields(t *testing.T) {
 			cfg := tokenConfig(100*ms, 0)
 			cfg.Synth.RTF = tc.rtf
 			cfg.Interruption = 10 * ms
-			var log lockedBuffer
+			var log testkit.Buffer
 			s, ts := startServer(t, Options{Config: cfg, Clock: clock, Logger: zerolog.New(&log)})
 			ev := subscribe(t, ts)
 			m := &manualSession{t: t, s: s, clock: clock, c: ingest(t, ts, "a")}

@@ -3,31 +3,20 @@ package openai
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func readCapture(t *testing.T, data []byte) []*trace.Stream {
 	t.Helper()
 	r := trace.NewCaptureReader(bytes.NewReader(data), "capture")
-	var out []*trace.Stream
-	for {
-		s, err := r.NextStream()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
+	return testkit.All(t, r.NextStream)
 }
 
 // TestCaptureRoundTrip records live streams (some with bytes that are not
@@ -35,12 +24,12 @@ func readCapture(t *testing.T, data []byte) []*trace.Stream {
 // exactly the turns and stats the client recorded.
 func TestCaptureRoundTrip(t *testing.T) {
 	t.Parallel()
-	euro := chat(`{"content":"€ sign"}`)
+	euro := testkit.ChatChunk(`{"content":"€ sign"}`)
 	cut := strings.Index(euro, "€") + 1 // inside the rune: a read that is not UTF-8
 	srv := scripted(t, 200, "text/event-stream", []step{
-		{write: ": hello\n\n" + chat(`{"role":"assistant","content":""}`)},
+		{write: ": hello\n\n" + testkit.ChatChunk(`{"role":"assistant","content":""}`)},
 		{write: euro[:cut], sleep: 2 * time.Millisecond}, {write: euro[cut:]},
-		{write: chat(`{"reasoning_content":"hm"}`)}, {write: finishChunk + usageChunk + done}}, nil)
+		{write: testkit.ChatChunk(`{"reasoning_content":"hm"}`)}, {write: testkit.FinishChunk + testkit.UsageChunk + testkit.Done}}, nil)
 	errSrv := scripted(t, 500, "application/json", []step{{write: `{"error":{"message":"down"}}`}}, nil)
 
 	var buf bytes.Buffer

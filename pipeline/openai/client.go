@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,13 @@ var ErrRequest = errors.New("invalid request")
 // server's root ("http://host:8000"), its /v1 ("http://host:8000/v1"), or
 // the endpoint itself.
 func Endpoint(base string, api API) (string, error) {
+	return endpoint(base, api.Path(), "/chat/completions", "/completions")
+}
+
+// endpoint returns the URL of the endpoint at path (under /v1) on the
+// server at base: its root, its /v1, or, when base's path ends in one of
+// whole, the endpoint itself.
+func endpoint(base, path string, whole ...string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return "", fmt.Errorf("%w: URL %q: %w", ErrRequest, base, err)
@@ -58,11 +66,11 @@ func Endpoint(base string, api API) (string, error) {
 	}
 	p := strings.TrimRight(u.Path, "/")
 	switch {
-	case strings.HasSuffix(p, "/chat/completions"), strings.HasSuffix(p, "/completions"):
+	case slices.ContainsFunc(whole, func(w string) bool { return strings.HasSuffix(p, w) }):
 	case strings.HasSuffix(p, "/v1"):
-		p += strings.TrimPrefix(api.Path(), "/v1")
+		p += strings.TrimPrefix(path, "/v1")
 	default:
-		p += api.Path()
+		p += path
 	}
 	u.Path = p
 	return u.String(), nil

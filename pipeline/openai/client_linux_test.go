@@ -13,6 +13,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // heldTrace is a trace writer that holds up the client's read loop on the
@@ -75,7 +76,7 @@ func TestClientKernelClock(t *testing.T) {
 	if !rxstamp.Supported() {
 		t.Skip("this system gives no kernel receive stamps; the client keeps read times")
 	}
-	stampsOn(t)
+	testkit.KeepStamps(t)
 	const hold = 60 * time.Millisecond
 	for _, readClock := range []bool{false, true} {
 		reading, arrived, next := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -86,13 +87,13 @@ func TestClientKernelClock(t *testing.T) {
 				io.WriteString(w, s)
 				w.(http.Flusher).Flush()
 			}
-			send(chat(`{"content":"a"}`))
+			send(testkit.ChatChunk(`{"content":"a"}`))
 			select {
 			case <-reading:
 			case <-r.Context().Done():
 				return
 			}
-			send(chat(`{"content":"b"}`))
+			send(testkit.ChatChunk(`{"content":"b"}`))
 			conn := r.Context().Value(connKey{}).(net.Conn)
 			for {
 				if n, err := unacked(conn); err != nil || n == 0 {
@@ -113,8 +114,8 @@ func TestClientKernelClock(t *testing.T) {
 			case <-r.Context().Done():
 				return
 			}
-			send(chat(`{"content":"c"}`))
-			send(done)
+			send(testkit.ChatChunk(`{"content":"c"}`))
+			send(testkit.Done)
 		}))
 		srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
-	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // step is one thing a scripted server does: write (and flush) bytes, then
@@ -94,7 +93,7 @@ func (f *fakeTrace) EndTurn(t *pipeline.Turn) error {
 func TestClientRequest(t *testing.T) {
 	t.Parallel()
 	seen := make(chan *http.Request, 1)
-	srv := scripted(t, 200, "text/event-stream", []step{{write: chat(`{"content":"ok"}`) + done}}, seen)
+	srv := scripted(t, 200, "text/event-stream", []step{{write: testkit.ChatChunk(`{"content":"ok"}`) + testkit.Done}}, seen)
 	ft := &fakeTrace{}
 	c := &Client{BaseURL: srv.URL + "/v1/", APIKey: "sk-secret", Trace: ft}
 	s, err := c.Stream(context.Background(), "t1", "s1", Request{Model: "m", Prompt: Prompt{Text: "hi"}, MaxTokens: 7})
@@ -157,21 +156,21 @@ func TestClientStreams(t *testing.T) {
 		errHas string
 	}{
 		{"vLLM chat", 200, "text/event-stream", []step{
-			{write: chat(`{"role":"assistant","content":""}`)}, {write: chat(`{"content":"Hello"}`), sleep: 5 * ms},
-			{write: chat(`{"content":" world"}`)}, {write: finishChunk + usageChunk + done}}, 0, "Hello world", pipeline.StatusOK, ""},
+			{write: testkit.ChatChunk(`{"role":"assistant","content":""}`)}, {write: testkit.ChatChunk(`{"content":"Hello"}`), sleep: 5 * ms},
+			{write: testkit.ChatChunk(`{"content":" world"}`)}, {write: testkit.FinishChunk + testkit.UsageChunk + testkit.Done}}, 0, "Hello world", pipeline.StatusOK, ""},
 		{"CRLF, comments, split writes", 200, "text/event-stream", []step{
 			{write: ": keep-alive\r\n\r\n"}, {write: "data: {\"choices\":[{\"index\":0,"}, {write: "\"delta\":{\"content\":\"A\"}}]}\r"},
 			{write: "\n\r\n"}, {write: "data: [DONE]\r\n\r\n"}}, 0, "A", pipeline.StatusOK, ""},
 		{"HTTP error", 503, "application/json", []step{{write: `{"object":"error","message":"busy","code":503}`}}, 0,
 			"", pipeline.StatusError, "HTTP 503: busy"},
 		{"server dies mid-stream", 200, "text/event-stream", []step{
-			{write: chat(`{"content":"a"}`)}, {write: chat(`{"content":"b"}`)}, {abort: true}}, 0,
+			{write: testkit.ChatChunk(`{"content":"a"}`)}, {write: testkit.ChatChunk(`{"content":"b"}`)}, {abort: true}}, 0,
 			"ab", pipeline.StatusError, ""},
 		{"error event mid-stream", 200, "text/event-stream", []step{
-			{write: chat(`{"content":"a"}`)}, {write: `data: {"error":{"message":"OOM"}}` + "\n\n"}, {write: done}}, 0,
+			{write: testkit.ChatChunk(`{"content":"a"}`)}, {write: `data: {"error":{"message":"OOM"}}` + "\n\n"}, {write: testkit.Done}}, 0,
 			"a", pipeline.StatusError, "OOM"},
 		{"idle timeout", 200, "text/event-stream", []step{
-			{write: chat(`{"content":"a"}`), sleep: 2 * time.Second}, {write: done}}, 150 * ms,
+			{write: testkit.ChatChunk(`{"content":"a"}`), sleep: 2 * time.Second}, {write: testkit.Done}}, 150 * ms,
 			"a", pipeline.StatusError, "no data from the server for 150ms"},
 	}
 	for _, tt := range tests {
@@ -197,8 +196,8 @@ func TestClientSlowUpstream(t *testing.T) {
 	t.Parallel()
 	gap := 40 * time.Millisecond
 	srv := scripted(t, 200, "text/event-stream", []step{
-		{sleep: gap}, {write: chat(`{"content":"a"}`), sleep: gap}, {write: chat(`{"content":"b"}`), sleep: gap},
-		{write: chat(`{"content":"c"}`)}, {write: done}}, nil)
+		{sleep: gap}, {write: testkit.ChatChunk(`{"content":"a"}`), sleep: gap}, {write: testkit.ChatChunk(`{"content":"b"}`), sleep: gap},
+		{write: testkit.ChatChunk(`{"content":"c"}`)}, {write: testkit.Done}}, nil)
 	c := &Client{BaseURL: srv.URL}
 	s, err := c.Stream(context.Background(), "t", "", Request{Model: "m", Prompt: Prompt{Text: "x"}})
 	if err != nil {
@@ -225,7 +224,7 @@ func TestClientCancel(t *testing.T) {
 	left := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, chat(`{"content":"a"}`))
+		io.WriteString(w, testkit.ChatChunk(`{"content":"a"}`))
 		w.(http.Flusher).Flush()
 		select {
 		case <-r.Context().Done():
@@ -274,46 +273,5 @@ func TestClientBadRequest(t *testing.T) {
 	s, err := c.Stream(context.Background(), "t", "", Request{Model: "m"})
 	if err != nil || s.Turn.Status != pipeline.StatusError || s.Turn.Error == "" {
 		t.Errorf("turn %+v, error %v", s.Turn, err)
-	}
-}
-
-// stampsOn turns the kernel's receive stamps on for the rest of the test
-// and waits until they come: the kernel enables them a moment after the
-// first socket asks (a worker thread does, later on a busy machine) and
-// off again when the last one closes, so one stamping socket stays open.
-// Where the system has none, it returns at once.
-func stampsOn(t *testing.T) {
-	t.Helper()
-	if !rxstamp.Supported() {
-		return
-	}
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := rxstamp.Listener(plain)
-	t.Cleanup(func() { ln.Close() })
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	buf := make([]byte, 1)
-	for {
-		if _, err := client.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Read(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := rxstamp.Stamp(srv); ok {
-			return
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

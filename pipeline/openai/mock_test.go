@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/sim"
 )
@@ -64,7 +65,7 @@ func (f *flushTimes) Flush() {
 // (chunks the client reads together are timed at the last one's arrival).
 func TestMockLiveAgreesWithOffline(t *testing.T) {
 	t.Parallel()
-	stampsOn(t)
+	testkit.KeepStamps(t)
 	orig := stallTurn("orig")
 	n := len(orig.Chunks)
 	sentAt := make([]time.Time, n) // when each flush had ended, by OnSend

@@ -19,26 +19,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // proxyTo starts a loopback proxy in front of upstream.
 func proxyTo(t *testing.T, upstream string, setup func(p *Proxy)) *httptest.Server {
@@ -75,7 +58,7 @@ func TestProxyBytes(t *testing.T) {
 		}
 	}
 	chunked := bytes.Join(pieces, nil)
-	sseBody := []byte(chat(`{"content":"caf\u00e9"}`) + ": \xff\xfe not UTF-8\n\n" + done)
+	sseBody := []byte(testkit.ChatChunk(`{"content":"caf\u00e9"}`) + ": \xff\xfe not UTF-8\n\n" + testkit.Done)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Request-Sum", sum(got))
@@ -154,7 +137,7 @@ func TestProxyGuards(t *testing.T) {
 	mock := mockServer(t, &Mock{Turns: []*pipeline.Turn{orig}})
 	var events []pipeline.Event
 	var evMu sync.Mutex
-	var logs, capture syncBuffer
+	var logs, capture testkit.Buffer
 	cfg := pipeline.DefaultConfig()
 	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{
 		Logger: zerolog.New(&logs),
@@ -243,8 +226,8 @@ func TestProxyGuards(t *testing.T) {
 func TestProxyFailures(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	dying := scripted(t, 200, "text/event-stream", []step{{write: chat(`{"content":"a"}`)}, {sleep: 10 * ms}, {abort: true}}, nil)
-	slow := scripted(t, 200, "text/event-stream", []step{{write: chat(`{"content":"a"}`), sleep: 3 * time.Second}, {write: done}}, nil)
+	dying := scripted(t, 200, "text/event-stream", []step{{write: testkit.ChatChunk(`{"content":"a"}`)}, {sleep: 10 * ms}, {abort: true}}, nil)
+	slow := scripted(t, 200, "text/event-stream", []step{{write: testkit.ChatChunk(`{"content":"a"}`), sleep: 3 * time.Second}, {write: testkit.Done}}, nil)
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL
 	down.Close()

@@ -32,26 +32,7 @@ const (
 // SpeechEndpoint returns the URL of the speech endpoint on the server at
 // base: its root, its /v1, or the endpoint itself.
 func SpeechEndpoint(base string) (string, error) {
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", fmt.Errorf("%w: URL %q: %w", ErrRequest, base, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("%w: URL %q: want an http:// or https:// URL", ErrRequest, base)
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("%w: URL %q has no host", ErrRequest, base)
-	}
-	p := strings.TrimRight(u.Path, "/")
-	switch {
-	case strings.HasSuffix(p, "/audio/speech"):
-	case strings.HasSuffix(p, "/v1"):
-		p += "/audio/speech"
-	default:
-		p += SpeechPath
-	}
-	u.Path = p
-	return u.String(), nil
+	return endpoint(base, SpeechPath, "/audio/speech")
 }
 
 // Speech is a streaming synthesizer behind an OpenAI-compatible

@@ -11,17 +11,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "aiperf",
-		Describe: "AIPerf profile_export.jsonl (one record per request)",
-		Sniff:    sniffAIPerf,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewAIPerfReader(r, name), nil
-		},
-	})
-}
-
 // AIPerfReader reads AIPerf's per-request export, profile_export.jsonl:
 // one record per line with "metadata" (request_start_ns, or timestamp_ns
 // in early versions; x_request_id; was_cancelled), "metrics" (each a
@@ -229,15 +218,26 @@ func (d *AIPerfReader) errorValue() error {
 		r.errText, err = s.str()
 		return err
 	case '{':
-	default:
-		_, err = s.skip()
-		if err == nil {
-			r.errText = "error"
-		}
+		r.errText, err = aiperfErrorDetails(s)
 		return err
 	}
+	_, err = s.skip()
+	if err == nil {
+		r.errText = "error"
+	}
+	return err
+}
+
+// aiperfErrorDetails reads AIPerf's ErrorDetails, {code, type, message},
+// as the text a failed turn carries: "type (code): message"; null reads
+// as "". The summary's error_summary names its kinds of failure the same
+// way, so the two can be counted against each other.
+func aiperfErrorDetails(s *scanner) (string, error) {
+	if isNull, err := s.null(); isNull || err != nil {
+		return "", err
+	}
 	var code, typ, msg string
-	err = s.object(func(k string) error {
+	err := s.object(func(k string) error {
 		switch k {
 		case "code":
 			c, err := s.peek()
@@ -264,20 +264,20 @@ func (d *AIPerfReader) errorValue() error {
 		return err
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
-	r.errText = msg
+	text := msg
 	if typ != "" || code != "" {
 		head := typ
 		if code != "" {
 			head = fmt.Sprintf("%s (%s)", typ, code)
 		}
-		r.errText = head + ": " + msg
+		text = head + ": " + msg
 	}
-	if r.errText == "" {
-		r.errText = "error"
+	if text == "" {
+		text = "error"
 	}
-	return nil
+	return text, nil
 }
 
 func (d *AIPerfReader) metric(m *metricValue) error {

@@ -28,19 +28,6 @@ const MaxCaptureLine = 8 << 20
 // expected.
 var ErrCapture = fmt.Errorf("%w (SSE capture)", ErrFormat)
 
-// The raw SSE capture reads as a trace: its bytes are parsed again exactly
-// as the live client parsed them.
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "sse",
-		Describe: "raw OpenAI SSE capture with arrival times (underrun capture --sse)",
-		Sniff:    SniffCapture,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewCaptureReader(r, name), nil
-		},
-	})
-}
-
 var _ Decoder = (*CaptureReader)(nil)
 
 // A raw SSE capture is JSON Lines: a header, then for each stream (they
@@ -193,6 +180,8 @@ type CaptureReader struct {
 	sawRecord bool
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
+	keys      scanner // walks a record's keys, for unknownFields
+	unknownFields
 }
 
 // NewCaptureReader returns a reader of r; name labels errors.
@@ -268,6 +257,20 @@ func (d *CaptureReader) NextStream() (*Stream, error) {
 
 var errCaptureSyntax = errors.New("not JSON")
 
+// noteUnknown notes the fields of a record (valid JSON, of type kind)
+// that captureRecord does not define: encoding/json reads past them.
+func (d *CaptureReader) noteUnknown(line []byte, kind string) {
+	d.keys.reset(line)
+	d.keys.eachKey(func(key []byte) {
+		switch string(key) {
+		case "type", "format", "version", "source", "stream", "session", "start_unix_ns", "method", "path", "model",
+			"t_ns", "status", "content_type", "data", "data_b64", "read_error", "cancelled":
+		default:
+			d.note(d.name, d.lines.line, kind, key)
+		}
+	})
+}
+
 func (d *CaptureReader) record(line []byte) (*Stream, error) {
 	var rec captureRecord
 	if line[0] != '{' {
@@ -286,12 +289,13 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 	}
 	d.sawRecord = true
 	switch rec.Type {
+	case "sse_header", "request", "response", "read", "close":
+		d.noteUnknown(line, rec.Type) // records of other types are read past whole
+	}
+	switch rec.Type {
 	case "sse_header":
-		if rec.Format != CaptureFormat {
-			return nil, d.errorf("header names format %q; want %q", rec.Format, CaptureFormat)
-		}
-		if rec.Version > CaptureVersion {
-			return nil, d.errorf("capture version %d is newer than this reader (version %d)", rec.Version, CaptureVersion)
+		if err := checkHeader(rec.Format, CaptureFormat, false, int64(rec.Version), CaptureVersion, "capture"); err != nil {
+			return nil, d.errorf("%v", err)
 		}
 		return nil, nil
 	case "request":

@@ -38,18 +38,6 @@ type Format struct {
 	Open func(r io.Reader, name string) (Decoder, error)
 }
 
-// Formats lists the formats Open knows, in the order they are sniffed.
-var Formats = []Format{
-	{
-		Name:     "native",
-		Describe: "underrun JSON Lines trace (header, turn, chunk, end records)",
-		Sniff:    sniffNative,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewNativeReader(r, name), nil
-		},
-	},
-}
-
 // FormatNames lists the names of Formats, for help texts.
 func FormatNames() string {
 	names := make([]string, len(Formats))

@@ -10,17 +10,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "genai-perf",
-		Describe: "GenAI-Perf profile_export.json (experiments[].requests[])",
-		Sniff:    sniffGenAIPerf,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewGenAIPerfReader(r, name), nil
-		},
-	})
-}
-
 // GenAIPerfReader reads GenAI-Perf's profile_export.json: one object whose
 // "experiments" each hold "requests", each with the request's "timestamp",
 // its "response_timestamps" (nanoseconds since the epoch) and its
@@ -42,7 +31,7 @@ type GenAIPerfReader struct {
 	exp   int
 	req   int
 	n     int
-	err   error
+	sticky
 	// EmptyChunks counts the responses dropped for carrying no text.
 	EmptyChunks int
 
@@ -85,35 +74,14 @@ const (
 )
 
 // Next returns the next request as a turn, or io.EOF after the last.
-func (d *GenAIPerfReader) Next() (*pipeline.Turn, error) {
-	if d.err != nil {
-		return nil, d.err
-	}
-	t, err := d.next()
-	if err != nil {
-		d.err = err
-	}
-	return t, err
-}
+func (d *GenAIPerfReader) Next() (*pipeline.Turn, error) { return d.read(d.next) }
 
 func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 	s := d.s
 	for {
 		switch d.state {
 		case gpTop:
-			s.where = func() string { return "top level" }
-			if err := s.expect('{', "a GenAI-Perf profile export (a JSON object)"); err != nil {
-				return nil, err
-			}
-			found, err := d.s.keysUntil("experiments", true)
-			if err != nil {
-				return nil, err
-			}
-			if !found {
-				return nil, s.errorf(`no "experiments"; want a GenAI-Perf profile_export.json`)
-			}
-			s.where = func() string { return `"experiments"` }
-			if err := s.expect('[', "an array of experiments"); err != nil {
+			if err := s.topArray("a GenAI-Perf profile export (a JSON object)", "experiments", "a GenAI-Perf profile_export.json", "experiments"); err != nil {
 				return nil, err
 			}
 			d.state = gpExperiments
@@ -123,14 +91,8 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 				return nil, err
 			}
 			if !more {
-				if _, err := d.s.keysUntil("", false); err != nil { // the rest of the top object
+				if err := s.endObject("the profile export object"); err != nil {
 					return nil, err
-				}
-				if c, err := s.peek(); err != io.EOF {
-					if err != nil {
-						return nil, s.ioError(err)
-					}
-					return nil, s.errorf("more after the profile export object: %s", describe(c))
 				}
 				d.state = gpDone
 				continue

@@ -16,17 +16,6 @@ import (
 // report, benchmarks.json, keeps every request.
 const ToolGuideLLM Tool = "guidellm"
 
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "guidellm",
-		Describe: "GuideLLM benchmarks.json (benchmarks[].requests by status, with their timings)",
-		Sniff:    sniffGuideLLM,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewGuideLLMReader(r, name), nil
-		},
-	})
-}
-
 // GuideLLMReader reads GuideLLM's benchmark report, benchmarks.json: an
 // object whose "benchmarks" each hold "requests" grouped by status
 // ("successful", "incomplete", "errored") and "metrics" (each a
@@ -50,7 +39,7 @@ type GuideLLMReader struct {
 	state int
 	bench int
 	n     int
-	err   error
+	sticky
 	// where the reader is: the status array being read and its index
 	status      string
 	firstStatus bool
@@ -107,34 +96,14 @@ const (
 )
 
 // Next returns the next request as a turn, or io.EOF after the last.
-func (d *GuideLLMReader) Next() (*pipeline.Turn, error) {
-	if d.err != nil {
-		return nil, d.err
-	}
-	t, err := d.next()
-	if err != nil {
-		d.err = err
-	}
-	return t, err
-}
+func (d *GuideLLMReader) Next() (*pipeline.Turn, error) { return d.read(d.next) }
 
 func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 	s := d.s
 	for {
 		switch d.state {
 		case glTop:
-			s.where = func() string { return "top level" }
-			if err := s.expect('{', "a GuideLLM benchmark report (a JSON object)"); err != nil {
-				return nil, err
-			}
-			found, err := s.keysUntil("benchmarks", true)
-			if err != nil {
-				return nil, err
-			}
-			if !found {
-				return nil, s.errorf(`no "benchmarks"; want GuideLLM's benchmarks.json`)
-			}
-			if err := s.expect('[', "an array of benchmarks"); err != nil {
+			if err := s.topArray("a GuideLLM benchmark report (a JSON object)", "benchmarks", "GuideLLM's benchmarks.json", "benchmarks"); err != nil {
 				return nil, err
 			}
 			d.state = glBenchmarks
@@ -144,14 +113,8 @@ func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 				return nil, err
 			}
 			if !more {
-				if _, err := s.keysUntil("", false); err != nil {
+				if err := s.endObject("the report object"); err != nil {
 					return nil, err
-				}
-				if c, err := s.peek(); err != io.EOF {
-					if err != nil {
-						return nil, s.ioError(err)
-					}
-					return nil, s.errorf("more after the report object: %s", describe(c))
 				}
 				d.state = glDone
 				continue

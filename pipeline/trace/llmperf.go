@@ -14,17 +14,6 @@ import (
 // ToolLLMPerf names ray-project's llmperf (token_benchmark_ray.py).
 const ToolLLMPerf Tool = "llmperf"
 
-func init() {
-	Formats = append(Formats, Format{
-		Name:     "llmperf",
-		Describe: "llmperf *_individual_responses.json (per-request TTFT, latency, tokens; no chunk times)",
-		Sniff:    sniffLLMPerf,
-		Open: func(r io.Reader, name string) (Decoder, error) {
-			return NewLLMPerfReader(r, name), nil
-		},
-	})
-}
-
 // LLMPerfReader reads llmperf's per-request file,
 // *_individual_responses.json: a JSON array with one object per request,
 // holding ttft_s, end_to_end_latency_s (to the stream's end),
@@ -41,7 +30,7 @@ type LLMPerfReader struct {
 	s     *scanner
 	state int
 	n     int
-	err   error
+	sticky
 	exact exactTimes
 	rec   llmperfRecord
 }
@@ -78,16 +67,7 @@ func (d *LLMPerfReader) ToolSummaries() []ToolSummary { return nil }
 func (d *LLMPerfReader) exactTimes() *exactTimes { return &d.exact }
 
 // Next returns the next request as a turn, or io.EOF after the last.
-func (d *LLMPerfReader) Next() (*pipeline.Turn, error) {
-	if d.err != nil {
-		return nil, d.err
-	}
-	t, err := d.next()
-	if err != nil {
-		d.err = err
-	}
-	return t, err
-}
+func (d *LLMPerfReader) Next() (*pipeline.Turn, error) { return d.read(d.next) }
 
 func (d *LLMPerfReader) next() (*pipeline.Turn, error) {
 	s := d.s
@@ -103,11 +83,8 @@ func (d *LLMPerfReader) next() (*pipeline.Turn, error) {
 		return nil, err
 	}
 	if !more {
-		if c, err := s.peek(); err != io.EOF {
-			if err != nil {
-				return nil, s.ioError(err)
-			}
-			return nil, s.errorf("more after the array of responses: %s", describe(c))
+		if err := s.end("the array of responses"); err != nil {
+			return nil, err
 		}
 		if d.n == 0 {
 			return nil, fmt.Errorf("%w: %s: no responses; want llmperf's individual responses", ErrFormat, s.name)

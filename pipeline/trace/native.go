@@ -216,6 +216,7 @@ type NativeReader struct {
 	lastTurn      string
 	records       int
 	emptyReported bool
+	unknownFields // the field names no record type defines, noted once
 	// Truncated is true when a cut-off last line was dropped.
 	Truncated bool
 }
@@ -310,11 +311,8 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 	}
 	switch rec.typ {
 	case "header":
-		if rec.format != "" && rec.format != FormatName {
-			return nil, d.errorf("header names format %q; want %q", rec.format, FormatName)
-		}
-		if rec.version > FormatVersion {
-			return nil, d.errorf("trace version %d is newer than this reader (version %d)", rec.version, FormatVersion)
+		if err := checkHeader(rec.format, FormatName, true, rec.version, FormatVersion, "trace"); err != nil {
+			return nil, d.errorf("%v", err)
 		}
 		return nil, nil
 	case "turn":
@@ -550,6 +548,7 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 		return false
 	}
 	ok := true
+	var unknown [][]byte // valid until the next parse
 	o.Visit(func(key []byte, v *fastjson.Value) {
 		if !ok {
 			return
@@ -593,8 +592,18 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 			rec.version, ok = int64Value(v)
 		case "source":
 			rec.source, ok = d.str(v, "")
+		default:
+			unknown = append(unknown, key) // read past, as the format allows
 		}
 	})
+	// noted once each, on the record types this reader knows: records of
+	// other types (speak's "synth" and "heard") are the other readers'
+	switch rec.typ {
+	case "header", "turn", "chunk", "end":
+		for _, key := range unknown {
+			d.note(d.name, d.lines.line, rec.typ, key)
+		}
+	}
 	return ok
 }
 

@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"regexp"
@@ -56,6 +58,12 @@ type ToolSummary struct {
 	// RequestGoodput its saved request goodput per second, if any.
 	DurationS      float64
 	RequestGoodput *float64
+	// Failed is the saved count of failed requests (nil: none saved), and
+	// FailedBy the saved count of each kind of failure, by the text a
+	// reader gives a failed turn's Error (nil: none saved): AIPerf's
+	// error_request_count and error_summary.
+	Failed   *int
+	FailedBy map[string]int
 	// Notes say what the reader knows of how the tool computed the saved
 	// values, where that explains a difference ("this version timed a
 	// request's end at [DONE]").
@@ -108,7 +116,8 @@ func (t Tool) metrics() []toolMetric {
 	case ToolSGLang:
 		return []toolMetric{{"ttft", "TTFT", nil, ttft, nil}, {"tpot", "TPOT", nil, tpot, nil}, {"itl", "ITL per token", nil, itl, nil}, {"e2e_latency", "E2E latency", nil, e2e, nil}}
 	case ToolAIPerf:
-		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft, nil}, {"inter_token_latency", "TPOT", nil, tpot, nil}, {"inter_chunk_latency", "ITL", nil, itl, nil}, {"request_latency", "E2E latency", nil, e2e, nil}}
+		// AIPerf 0.1 tagged the TTFT ttft
+		return []toolMetric{{"time_to_first_token", "TTFT", []string{"ttft"}, ttft, nil}, {"inter_token_latency", "TPOT", nil, tpot, nil}, {"inter_chunk_latency", "ITL", nil, itl, nil}, {"request_latency", "E2E latency", nil, e2e, nil}}
 	case ToolGenAIPerf:
 		return []toolMetric{{"time_to_first_token", "TTFT", nil, ttft, nil}, {"inter_token_latency", "TPOT", nil, tpot, nil}, {"chunk gaps", "ITL", nil, itl, nil}, {"request_latency", "E2E latency", nil, e2e, nil}}
 	case ToolGuideLLM:
@@ -218,9 +227,24 @@ type Parity struct {
 
 type parityRun struct {
 	requests              int
-	ttft, tpot, itl, e2el pipeline.Pool // in the tool's unit
+	failed                int            // turns not ok
+	failedBy              map[string]int // failed turns by their Error
+	ttft, tpot, itl, e2el pipeline.Pool  // in the tool's unit
 	weighted              [4]weightedSample
 	goodput               *pipeline.Goodput
+}
+
+// countFailed counts a failed turn by its error text, the kinds bounded
+// as a summary's (the rest are "other").
+func (r *parityRun) countFailed(text string) {
+	r.failed++
+	if r.failedBy == nil {
+		r.failedBy = map[string]int{}
+	}
+	if _, ok := r.failedBy[text]; !ok && len(r.failedBy) >= maxFailureKinds {
+		text = "other"
+	}
+	r.failedBy[text]++
 }
 
 // CountGoodput makes Parity count request goodput for slos as vLLM does,
@@ -265,6 +289,7 @@ func (p *Parity) add(run int, t *pipeline.Turn, ex *exactTimes) {
 	r := p.run(run)
 	p.last = nil
 	if t.Status != pipeline.StatusOK && t.Status != "" {
+		r.countFailed(t.Error)
 		if r.goodput != nil {
 			r.goodput.Add(false, 0, 0, 0)
 		}
@@ -630,6 +655,9 @@ func (p *Parity) savedOnly(f *pipeline.ToolFigures, s ToolSummary, metrics []too
 			f.Metrics = append(f.Metrics, tm)
 		}
 	}
+	if s.FailedBy != nil || s.Failed != nil {
+		f.Notes = append(f.Notes, "failed requests: "+failedKinds(s))
+	}
 	f.Notes = append(f.Notes, s.Notes...)
 	hint := s.Hint
 	if hint == "" {
@@ -690,6 +718,7 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 			f.Mismatches = append(f.Mismatches, pipeline.ToolMismatch{Key: "completed", Saved: float64(s.Completed), Computed: float64(r.requests)})
 		}
 	}
+	p.compareFailed(f, r, s)
 	if g := r.goodput; g != nil && s.RequestGoodput != nil {
 		f.Checked++
 		if want := *s.RequestGoodput; g.PerSecond == nil || !(math.Abs(want-*g.PerSecond) <= 1e-9*math.Abs(want)) {
@@ -705,6 +734,57 @@ func (p *Parity) compare(f *pipeline.ToolFigures, r *parityRun, s ToolSummary, m
 		f.Notes = append(f.Notes, "tpot and e2e_latency not compared: SGLang times a request's end when the stream closes, after the last chunk, and the file keeps no per-request end; underrun's E2E (and so TPOT) ends at the last chunk")
 	}
 	f.Notes = append(f.Notes, s.Notes...)
+}
+
+// compareFailed compares the saved counts of failed requests, in all and
+// by kind, with the failed turns of the run.
+func (p *Parity) compareFailed(f *pipeline.ToolFigures, r *parityRun, s ToolSummary) {
+	if s.Failed != nil {
+		f.Checked++
+		if *s.Failed != r.failed {
+			f.Mismatches = append(f.Mismatches, pipeline.ToolMismatch{Key: "error_request_count", Saved: float64(*s.Failed), Computed: float64(r.failed)})
+		}
+	}
+	if s.FailedBy == nil {
+		return
+	}
+	kinds := make([]string, 0, len(s.FailedBy)+len(r.failedBy))
+	for k := range s.FailedBy {
+		kinds = append(kinds, k)
+	}
+	for k := range r.failedBy {
+		if _, ok := s.FailedBy[k]; !ok {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		f.Checked++
+		if saved, got := s.FailedBy[k], r.failedBy[k]; saved != got {
+			f.Mismatches = append(f.Mismatches, pipeline.ToolMismatch{Key: "error_summary[" + k + "]", Saved: float64(saved), Computed: float64(got)})
+		}
+	}
+	if len(kinds) > 0 {
+		f.Notes = append(f.Notes, fmt.Sprintf("failed requests: %d in the file, %s", r.failed, failedKinds(s)))
+	}
+}
+
+// failedKinds says what a summary saved of its failed requests.
+func failedKinds(s ToolSummary) string {
+	var b strings.Builder
+	b.WriteString("the summary's error_summary")
+	kinds := slices.Sorted(maps.Keys(s.FailedBy))
+	for i, k := range kinds {
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		fmt.Fprintf(&b, "%s%d x %s", sep, s.FailedBy[k], k)
+	}
+	if s.Failed != nil {
+		fmt.Fprintf(&b, " (error_request_count %d)", *s.Failed)
+	}
+	return b.String()
 }
 
 // agree reports whether a saved value and a recomputed one agree within

@@ -6,17 +6,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
-)
-
-// chat returns a vLLM-style chat chunk event carrying delta.
-func chat(delta string) string {
-	return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
-}
-
-const (
-	finishChunk = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop"}]}` + "\n\n"
-	usageChunk  = `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":9,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":1}}}` + "\n\n"
-	done        = "data: [DONE]\n\n"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // streamOf runs reads (one per ms) through a Stream with the given status
@@ -48,7 +38,7 @@ func TestStream(t *testing.T) {
 	}{
 		{
 			name: "chat with role, usage and done", status: 200, ctype: sse,
-			reads:  []string{chat(`{"role":"assistant","content":""}`) + chat(`{"content":"Hi"}`), chat(`{"content":" there"}`), finishChunk + usageChunk + done},
+			reads:  []string{testkit.ChatChunk(`{"role":"assistant","content":""}`) + testkit.ChatChunk(`{"content":"Hi"}`), testkit.ChatChunk(`{"content":" there"}`), testkit.FinishChunk + testkit.UsageChunk + testkit.Done},
 			chunks: []pipeline.Chunk{{At: ms, Text: "Hi"}, {At: 2 * ms, Text: " there"}},
 			st:     pipeline.StatusOK, outTokens: 4,
 			check: func(t *testing.T, s *Stream) {
@@ -60,14 +50,14 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name: "reasoning_content and reasoning", status: 200, ctype: sse,
-			reads: []string{chat(`{"reasoning_content":"hmm"}`), chat(`{"reasoning":"so"}`), chat(`{"content":"Yes"}`), done},
+			reads: []string{testkit.ChatChunk(`{"reasoning_content":"hmm"}`), testkit.ChatChunk(`{"reasoning":"so"}`), testkit.ChatChunk(`{"content":"Yes"}`), testkit.Done},
 			chunks: []pipeline.Chunk{{At: ms, Text: "hmm", Reasoning: true}, {At: 2 * ms, Text: "so", Reasoning: true},
 				{At: 3 * ms, Text: "Yes"}},
 			st: pipeline.StatusOK,
 		},
 		{
 			name: "reasoning and content in one delta", status: 200, ctype: sse,
-			reads:  []string{chat(`{"reasoning_content":"a","content":"b"}`), done},
+			reads:  []string{testkit.ChatChunk(`{"reasoning_content":"a","content":"b"}`), testkit.Done},
 			chunks: []pipeline.Chunk{{At: ms, Text: "a", Reasoning: true}, {At: ms, Text: "b"}},
 			st:     pipeline.StatusOK,
 		},
@@ -82,7 +72,7 @@ func TestStream(t *testing.T) {
 			name: "continuous usage gives tokens per chunk", status: 200, ctype: sse,
 			reads: []string{
 				`data: {"choices":[{"index":0,"delta":{"content":"ab"}}],"usage":{"completion_tokens":2}}` + "\n\n",
-				`data: {"choices":[{"index":0,"delta":{"content":"c"}}],"usage":{"completion_tokens":3}}` + "\n\n", done},
+				`data: {"choices":[{"index":0,"delta":{"content":"c"}}],"usage":{"completion_tokens":3}}` + "\n\n", testkit.Done},
 			chunks: []pipeline.Chunk{{At: ms, Text: "ab", Tokens: 2}, {At: 2 * ms, Text: "c", Tokens: 1}},
 			st:     pipeline.StatusOK, outTokens: 3,
 		},
@@ -99,13 +89,13 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name: "data over several lines", status: 200, ctype: sse,
-			reads:  []string{"data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"y\"}}]}\n\n", done},
+			reads:  []string{"data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"y\"}}]}\n\n", testkit.Done},
 			chunks: []pipeline.Chunk{{At: ms, Text: "y"}},
 			st:     pipeline.StatusOK,
 		},
 		{
 			name: "error object in the stream", status: 200, ctype: sse,
-			reads:  []string{chat(`{"content":"a"}`), `data: {"error":{"object":"error","message":"boom","type":"InternalServerError","code":500}}` + "\n\n", done},
+			reads:  []string{testkit.ChatChunk(`{"content":"a"}`), `data: {"error":{"object":"error","message":"boom","type":"InternalServerError","code":500}}` + "\n\n", testkit.Done},
 			chunks: []pipeline.Chunk{{At: ms, Text: "a"}},
 			st:     pipeline.StatusError, errHas: "error in stream: boom (InternalServerError)",
 		},
@@ -116,7 +106,7 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name: "vLLM error object", status: 200, ctype: sse,
-			reads: []string{`data: {"object":"error","message":"too long","code":400}` + "\n\n", done},
+			reads: []string{`data: {"object":"error","message":"too long","code":400}` + "\n\n", testkit.Done},
 			st:    pipeline.StatusError, errHas: "too long",
 		},
 		{
@@ -136,24 +126,24 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name: "cut before done", status: 200, ctype: sse,
-			reads:  []string{chat(`{"content":"a"}`)},
+			reads:  []string{testkit.ChatChunk(`{"content":"a"}`)},
 			chunks: []pipeline.Chunk{{At: ms, Text: "a"}},
 			st:     pipeline.StatusError, errHas: "before [DONE]",
 		},
 		{
 			name: "cut inside a line", status: 200, ctype: sse,
-			reads:  []string{chat(`{"content":"a"}`), `data: {"choi`},
+			reads:  []string{testkit.ChatChunk(`{"content":"a"}`), `data: {"choi`},
 			chunks: []pipeline.Chunk{{At: ms, Text: "a"}},
 			st:     pipeline.StatusError, errHas: "inside an SSE line",
 		},
 		{
 			name: "data that is not JSON", status: 200, ctype: sse,
-			reads: []string{"data: hello\n\n", done},
+			reads: []string{"data: hello\n\n", testkit.Done},
 			st:    pipeline.StatusError, errHas: "not a JSON object",
 		},
 		{
 			name: "events after done are counted, not recorded", status: 200, ctype: sse,
-			reads: []string{done, chat(`{"content":"late"}`)},
+			reads: []string{testkit.Done, testkit.ChatChunk(`{"content":"late"}`)},
 			st:    pipeline.StatusOK,
 			check: func(t *testing.T, s *Stream) {
 				if s.Stats.AfterDone != 1 {
@@ -163,7 +153,7 @@ func TestStream(t *testing.T) {
 		},
 		{
 			name: "other choices and tool calls", status: 200, ctype: sse,
-			reads: []string{`data: {"choices":[{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"tool_calls":[{"id":"x"}]}}]}` + "\n\n", done},
+			reads: []string{`data: {"choices":[{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"tool_calls":[{"id":"x"}]}}]}` + "\n\n", testkit.Done},
 			st:    pipeline.StatusOK,
 			check: func(t *testing.T, s *Stream) {
 				if s.Stats.OtherChoices != 1 || s.Stats.ToolCalls != 1 || s.Stats.Empty != 1 {
@@ -201,7 +191,7 @@ func TestStreamCancelled(t *testing.T) {
 	t.Parallel()
 	s := NewStream("t", "", time.Time{})
 	s.Response(200, "text/event-stream", 0)
-	_ = s.Read([]byte(chat(`{"content":"a"}`)), time.Millisecond)
+	_ = s.Read([]byte(testkit.ChatChunk(`{"content":"a"}`)), time.Millisecond)
 	s.Close(2*time.Millisecond, ErrCancelled, true)
 	if s.Turn.Status != pipeline.StatusCancelled || s.Turn.Error != "cancelled" || len(s.Turn.Chunks) != 1 {
 		t.Fatalf("turn %+v", s.Turn)
@@ -212,7 +202,7 @@ func TestStreamCancelled(t *testing.T) {
 }
 
 func BenchmarkStream(b *testing.B) {
-	ev := []byte(chat(`{"content":" hello"}`))
+	ev := []byte(testkit.ChatChunk(`{"content":" hello"}`))
 	s := NewStream("t", "", time.Time{})
 	s.Response(200, "text/event-stream", 0)
 	b.ReportAllocs()

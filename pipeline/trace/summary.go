@@ -12,35 +12,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-func init() {
-	Formats = append(Formats,
-		Format{
-			Name:     "aiperf-summary",
-			Describe: "AIPerf profile_export_aiperf.json (the run's summary only)",
-			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolAIPerf },
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSummaryReader(r, name, ToolAIPerf), nil
-			},
-		},
-		Format{
-			Name:     "llmperf-summary",
-			Describe: "llmperf *_summary.json (the run's summary only)",
-			Sniff:    sniffLLMPerfSummary,
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSummaryReader(r, name, ToolLLMPerf), nil
-			},
-		},
-		Format{
-			Name:     "genai-perf-summary",
-			Describe: "GenAI-Perf profile_export_genai_perf.json (the run's summary only)",
-			Sniff:    func(head []byte) bool { return sniffStatsSummary(head) == ToolGenAIPerf },
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSummaryReader(r, name, ToolGenAIPerf), nil
-			},
-		},
-	)
-}
-
 // SummaryReader reads a file that holds a benchmark run's summary and no
 // per-request timings: AIPerf's profile_export_aiperf.json and GenAI-Perf's
 // profile_export_genai_perf.json (an object of metrics, each {"unit",
@@ -56,6 +27,7 @@ type SummaryReader struct {
 	read    bool
 	err     error
 	summary ToolSummary
+	where   string // the metric being read, for errors
 }
 
 // NewSummaryReader returns a reader of the summary r, written by tool;
@@ -107,64 +79,129 @@ func (d *SummaryReader) parse() error {
 	s := d.s
 	d.summary = ToolSummary{Completed: -1, Values: map[string]float64{},
 		Hint: fmt.Sprintf("this is %s's summary; pass %s, written beside it in %s", d.tool.Title(), d.perRequestFile(), filepath.Dir(d.name))}
-	metric := ""
-	s.where = func() string { return metric }
+	s.where = func() string { return d.where }
 	defer func() { s.where = nil }()
 	err := s.object(func(key string) error {
 		c, err := s.peek()
 		if err != nil {
 			return s.ioError(err)
 		}
-		if d.tool == ToolLLMPerf {
-			metric = key
+		switch {
+		case d.tool == ToolLLMPerf:
+			d.where = key
 			return d.flatStat(key, c)
-		}
-		if c != '{' {
-			_, err := s.skip()
+		case key == "records" && c == '{' && d.tool == ToolAIPerf:
+			// AIPerf 0.1: the metrics under "records", by their tags
+			return s.object(func(tag string) error {
+				c, err := s.peek()
+				if err != nil {
+					return s.ioError(err)
+				}
+				return d.statObject("records."+tag, tag, c)
+			})
+		case key == "error_summary" && d.tool == ToolAIPerf:
+			d.where = key
+			err := d.errorSummary()
+			d.where = ""
 			return err
 		}
-		metric = key
-		stats, unit := map[string]float64{}, ""
-		err = s.object(func(k string) error {
-			c, err := s.peek()
-			if err != nil {
-				return s.ioError(err)
+		return d.statObject(key, key, c)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.end("the summary object"); err != nil {
+		return err
+	}
+	if len(d.summary.Values) == 0 && d.summary.Completed < 0 && d.summary.Failed == nil {
+		want := `{"unit": ..., "avg": ...}`
+		if d.tool == ToolAIPerf {
+			want += `, at the top level or under "records"`
+		}
+		return fmt.Errorf("%w: %s: no metrics (%s); want %s's summary", ErrFormat, d.name, want, d.tool.Title())
+	}
+	return nil
+}
+
+// statObject reads the value of a metric, its first byte c: an object of
+// a unit and statistics ({"unit": "ms", "avg": ..., "p50": ...}); a value
+// of another kind is skipped. where names it for errors.
+func (d *SummaryReader) statObject(where, name string, c byte) error {
+	s := d.s
+	if c != '{' {
+		_, err := s.skip()
+		return err
+	}
+	d.where = where
+	stats, unit := map[string]float64{}, ""
+	err := s.object(func(k string) error {
+		c, err := s.peek()
+		if err != nil {
+			return s.ioError(err)
+		}
+		switch {
+		case k == "unit" && c == '"':
+			unit, err = s.str()
+			return err
+		case statKey.MatchString(k) && c == 'n':
+			return s.literal("null")
+		case statKey.MatchString(k):
+			v, err := s.number()
+			if err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				stats[k] = v
 			}
-			switch {
-			case k == "unit" && c == '"':
-				unit, err = s.str()
-				return err
-			case statKey.MatchString(k) && c == 'n':
-				return s.literal("null")
-			case statKey.MatchString(k):
-				v, err := s.number()
-				if err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
-					stats[k] = v
+			return err
+		}
+		_, err = s.skip()
+		return err
+	})
+	d.where = ""
+	if err != nil {
+		return err
+	}
+	d.metric(name, unit, stats)
+	return nil
+}
+
+// maxFailureKinds bounds the kinds of failure a summary's error_summary
+// keeps; the rest are counted under "other".
+const maxFailureKinds = 256
+
+// errorSummary reads AIPerf's error_summary: [{"error_details": {code,
+// type, message}, "count": N}, ...], the failed requests by kind.
+func (d *SummaryReader) errorSummary() error {
+	s := d.s
+	by := map[string]int{}
+	err := s.array(func(int) error {
+		text, count := "", int64(0)
+		err := s.object(func(k string) error {
+			var err error
+			switch k {
+			case "error_details":
+				text, err = aiperfErrorDetails(s)
+			case "count":
+				var ok bool
+				if count, ok, err = s.integer(); err == nil && ok && (count < 0 || count > MaxTurnTokens) {
+					return s.errorf("count %d; want a whole count of requests from 0 to %d", count, MaxTurnTokens)
 				}
-				return err
+			default:
+				_, err = s.skip()
 			}
-			_, err = s.skip()
 			return err
 		})
-		metric = ""
-		if err != nil {
+		if err != nil || text == "" {
 			return err
 		}
-		d.metric(key, unit, stats)
+		if _, ok := by[text]; !ok && len(by) >= maxFailureKinds {
+			text = "other"
+		}
+		by[text] += int(count)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if c, err := s.peek(); err != io.EOF {
-		if err != nil {
-			return s.ioError(err)
-		}
-		return s.errorf("more after the summary object: %s", describe(c))
-	}
-	if len(d.summary.Values) == 0 && d.summary.Completed < 0 {
-		return fmt.Errorf("%w: %s: no metrics ({\"unit\": ..., \"avg\": ...}); want %s's summary", ErrFormat, d.name, d.tool.Title())
-	}
+	d.summary.FailedBy = by
 	return nil
 }
 
@@ -215,6 +252,12 @@ func (d *SummaryReader) metric(name, unit string, stats map[string]float64) {
 	case "request_count":
 		if v, ok := stats["avg"]; ok && v >= 0 && v == math.Trunc(v) {
 			d.summary.Completed = int(v)
+		}
+		return
+	case "error_request_count":
+		if v, ok := stats["avg"]; ok && v >= 0 && v == math.Trunc(v) && v <= MaxTurnTokens {
+			n := int(v)
+			d.summary.Failed = &n
 		}
 		return
 	case "benchmark_duration":

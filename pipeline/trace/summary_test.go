@@ -87,6 +87,14 @@ func FuzzSummaryReader(f *testing.F) {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 	}
+	// AIPerf's own example summary, in the "records" layout of AIPerf 0.1
+	// and in the flat one of later releases
+	for _, path := range []string{run1Records, run1Flat} {
+		b := []byte(fixture(f, path))
+		f.Add(b)
+		f.Add(b[:len(b)/3])
+	}
+	f.Add([]byte(`{"records": {"ttft": {"unit": "ms", "avg": 1}}, "error_summary": [{"error_details": null, "count": null}, {"count": -1}]}`))
 	f.Add([]byte(`{"time_to_first_token": {"unit": "ms", "avg": 1e308, "p99": -1e308}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewSummaryReader(bytes.NewReader(data), "fuzz", ToolAIPerf)

@@ -248,19 +248,31 @@ func fuzzTool(f *testing.F, format, path string) {
 		if err != nil {
 			t.Fatal(err) // opening by name does not read
 		}
-		for range 100000 {
-			turn, err := dec.Next()
-			checkFootprint(t, dec, data)
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrFormat) {
-					t.Fatalf("error not ErrFormat: %v", err)
-				}
-				return
-			}
-			checkTurn(t, turn)
-		}
-		t.Fatal("reader did not finish")
+		drainFuzz(t, dec, data, 100000, ErrFormat, nil)
 	})
+}
+
+// drainFuzz reads dec to its end, at most limit turns, as the fuzzers
+// do: every turn sound, the reader's memory in proportion to its input,
+// no error but io.EOF or one wrapping want; check, if any, runs after
+// every Next.
+func drainFuzz(t *testing.T, dec Decoder, data []byte, limit int, want error, check func()) {
+	t.Helper()
+	for range limit {
+		turn, err := dec.Next()
+		checkFootprint(t, dec, data)
+		if check != nil {
+			check()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, want) {
+				t.Fatalf("error %v is neither EOF nor %v", err, want)
+			}
+			return
+		}
+		checkTurn(t, turn)
+	}
+	t.Fatal("reader did not finish")
 }
 
 // checkTurn fails a fuzz run whose reader returned a turn that cannot be

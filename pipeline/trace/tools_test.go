@@ -2,14 +2,13 @@ package trace
 
 import (
 	"bytes"
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -27,20 +26,13 @@ func readToolFile(t testing.TB, path string) ([]*pipeline.Turn, Decoder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var turns []*pipeline.Turn
-	for {
-		turn, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return turns, dec
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	turns := testkit.All(t, dec.Next)
+	for _, turn := range turns {
 		if err := turn.Validate(); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		turns = append(turns, turn)
 	}
+	return turns, dec
 }
 
 // toolFixtures are the example files, one per format, built by hand from

@@ -16,27 +16,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 )
 
-func init() {
-	Formats = append(Formats,
-		Format{
-			Name:     "sglang",
-			Describe: "SGLang bench_serving JSONL with --output-details (one run per line)",
-			Sniff:    sniffSGLang,
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewSGLangReader(r, name)
-			},
-		},
-		Format{
-			Name:     "vllm",
-			Describe: "vLLM bench serve --save-result --save-detailed JSON",
-			Sniff:    sniffVLLM,
-			Open: func(r io.Reader, name string) (Decoder, error) {
-				return NewVLLMReader(r, name)
-			},
-		},
-	)
-}
-
 // The per-request arrays of a vLLM or SGLang result: one entry per
 // request, in the same order.
 const (

@@ -119,11 +119,14 @@ def aiperf_summary():
     MetricArray.to_result over the profiling records that succeeded, in
     nanoseconds (np.percentile, np.mean, np.std), then shown in ms."""
     scale = {"ms": 1e6, "s": 1e9, "ns": 1}
-    ttft, lat, itl, icl = [], [], [], []
+    ttft, lat, itl, icl, errors = [], [], [], [], []
     for line in open("testdata/aiperf/basic/profile_export.jsonl"):
         rec = json.loads(line)
         md, m = rec["metadata"], rec["metrics"]
-        if rec["error"] is not None or (md.get("benchmark_phase") or md.get("credit_phase")) == "warmup":
+        if (md.get("benchmark_phase") or md.get("credit_phase")) == "warmup":
+            continue
+        if rec["error"] is not None:
+            errors.append(rec["error"])
             continue
         first = m.get("time_to_first_token") or m["ttft"]
         t = round(first["value"] * scale[first["unit"]])
@@ -152,9 +155,18 @@ def aiperf_summary():
         "inter_chunk_latency": result(icl),
         "output_sequence_length": {"unit": "tokens", "avg": 4.0, "min": 1, "max": 6},
         "benchmark_duration": {"unit": "sec", "avg": 2.5},
+        "error_request_count": {"unit": "requests", "avg": len(errors)},
         "input_config": {"endpoint": {"model_names": ["example/voice-8b"], "streaming": True}, "loadgen": {"concurrency": 2}},
         "was_cancelled": False, "error_summary": [],
     }
+    # error_summary: AIPerf's ErrorDetailsCount, one per distinct error
+    for e in errors:
+        for s in out["error_summary"]:
+            if s["error_details"] == e:
+                s["count"] += 1
+                break
+        else:
+            out["error_summary"].append({"error_details": e, "count": 1})
     with open("testdata/aiperf/basic/profile_export_aiperf.json", "w") as f:
         json.dump(out, f, indent=2)
 

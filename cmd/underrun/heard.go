@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/heard"
+	"github.com/speech-pipeline/underrun/pipeline/plot"
+	"github.com/speech-pipeline/underrun/pipeline/speak"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+func init() { commands = append(commands, newHeardCommand) }
+
+const heardLong = `Find the gaps in a recording of what a voice agent said, tell the voice's own
+pauses from underruns, and, given the trace of the LLM stream behind it, name
+the token and ITL behind each underrun with the same classes and causes as
+analyze.
+
+The recording is a WAV file (PCM 8, 16, 24 or 32 bits, 32 or 64-bit float, G.711
+mu-law or A-law; any sample rate; mono, or several channels with --channel).
+Silence is found by level against the recording's own noise floor and speech
+level, so background noise and a change of gain move the threshold with them.
+
+With TRACE (any format analyze reads; a recording of underrun speak --record
+also gives the synthesizer's measured timings), each turn's spoken text is
+aligned to the recording's speech: the voice's articulation time between
+silences against the text between punctuation, so each silence falls at a
+sentence end, a clause end, a plain word boundary or inside a word. The
+voice's own pause at each kind of place is measured on the recording (the
+median of the silences at punctuation, the lower quartile between words) or
+taken from the voice model (--voice, a calibrated profile); a silence longer
+than that pause by 25 ms and 30% of it (60 ms between words) is an underrun,
+of the length beyond the pause, and is accounted by the engine as analyze
+accounts the gaps it predicts. The trace's
+clock is set to the recording by its first sound (the first turn's first
+audio), or by --offset.
+
+Without TRACE the gaps are listed on their own: a silence longer than the
+voice's sentence pause (the longest it makes by itself) is an underrun, with
+a confidence; shorter ones are listed as pauses.
+
+Exit codes: 0 pass; 1 an interruption was heard (or TPOT over --tpot-slo);
+2 bad usage or bad input.`
+
+const heardExample = `  underrun heard call.wav                          # the gaps alone, graded
+  underrun heard call.wav trace.jsonl              # each gap's token, ITL and cause
+  underrun heard --channel right --offset 1.2s call.wav trace.jsonl
+  underrun speak --scenario prefill-unchunked --wav-out heard.wav --record run.jsonl
+  underrun heard --plot heard.svg heard.wav run.jsonl`
+
+type heardCommand struct {
+	env     *env
+	cmd     *cobra.Command
+	engine  engineFlags
+	out     reportFlags
+	format  string
+	channel string
+	offset  time.Duration
+	minGap  time.Duration
+	plot    string
+}
+
+func newHeardCommand(e *env) *cobra.Command {
+	c := &heardCommand{env: e}
+	c.cmd = &cobra.Command{
+		Use:     "heard RECORDING.wav [TRACE]",
+		Short:   "Find the gaps in a recording and the token delay behind each",
+		Long:    heardLong,
+		Example: heardExample,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args) },
+	}
+	fs := c.cmd.Flags()
+	fs.StringVar(&c.format, "format", "auto", "format of TRACE: auto or one of "+trace.FormatNames())
+	fs.StringVar(&c.channel, "channel", "mix", "channel of a recording with several: mix, left, right, or its number from 1")
+	fs.DurationVar(&c.offset, "offset", 0, "where the trace's first request lies in the recording (default: found by the recording's first sound)")
+	fs.DurationVar(&c.minGap, "min-silence", heard.DefaultMinSilence, "shortest silence looked at")
+	fs.StringVar(&c.plot, "plot", "", "draw the recording's waveform with the gaps marked beside the model's timeline into `FILE` (.svg or .png)")
+	c.engine.bind(fs)
+	// the model's own outputs (--wav, --plot) are not what was heard
+	tmp := pflag.NewFlagSet("report", pflag.ContinueOnError)
+	c.out.bind(tmp)
+	tmp.VisitAll(func(f *pflag.Flag) {
+		switch f.Name {
+		case "wav", "turn", "mark-gaps", "audio-engine", "plot", "plot-kind", "events", "chunks":
+			return
+		}
+		fs.AddFlag(f)
+	})
+	return c.cmd
+}
+
+// parseChannel turns --channel into tts.DecodeWAVChannel's channel.
+func parseChannel(s string) (int, error) {
+	switch s {
+	case "mix":
+		return tts.MixChannels, nil
+	case "left":
+		return 1, nil
+	case "right":
+		return 2, nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != s {
+		return 0, usagef("--channel: want mix, left, right or a channel number from 1, got %q", s)
+	}
+	return n, nil
+}
+
+func (c *heardCommand) run(ctx context.Context, args []string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	channel, err := parseChannel(c.channel)
+	if err != nil {
+		return err
+	}
+	if c.minGap <= 0 {
+		return usagef("--min-silence must be positive, got %v", c.minGap)
+	}
+	if c.plot != "" {
+		if f, err := plotFormat(c.plot); err != nil || f == "html" {
+			return usagef("--plot: want a file ending in .svg or .png, got %q", c.plot)
+		}
+	}
+	cfg, err := c.engine.config()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(args[0])
+	if err != nil {
+		return usageError{err}
+	}
+	audio, err := tts.DecodeWAVChannel(b, channel)
+	if err != nil {
+		return usagef("%s: %w", args[0], err)
+	}
+	var turns []*pipeline.Turn
+	if len(args) == 2 {
+		if turns, err = c.readTrace(ctx, args[1], &cfg); err != nil {
+			return err
+		}
+	}
+	opts := heard.Options{Detector: heard.Detector{MinSilence: c.minGap}, Offset: c.offset, AutoOffset: !c.cmd.Flags().Changed("offset")}
+	res, err := heard.Analyze(audio, turns, cfg, opts)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(turns) == 0 {
+		return c.finishAlone(args[0], audio, res)
+	}
+	s, err := c.out.begin(c.env, cfg)
+	if err != nil {
+		return err
+	}
+	for _, t := range res.Turns {
+		if err := s.played(t.Turn, t.Playout); err != nil {
+			s.abort()
+			return err
+		}
+	}
+	if c.plot != "" {
+		if err := c.writePlot(audio, res); err != nil {
+			s.abort()
+			return err
+		}
+	}
+	s.writeReport = func(w io.Writer, r *pipeline.Report, asJSON bool) error {
+		if asJSON {
+			return writeHeardJSON(w, r, res)
+		}
+		writeHeardText(w, args[0], audio, res)
+		return writeTextReport(w, r, c.out.list)
+	}
+	return s.finish()
+}
+
+// finishAlone reports a recording heard without a trace: its silences,
+// and the verdict (fail on an interruption).
+func (c *heardCommand) finishAlone(name string, audio tts.Audio, res *heard.Result) error {
+	if c.out.output != "text" && c.out.output != "json" {
+		return usagef("--output: want text or json, got %q", c.out.output)
+	}
+	if c.plot != "" {
+		if err := c.writePlot(audio, res); err != nil {
+			return err
+		}
+	}
+	var us []pipeline.Underrun
+	for _, h := range res.Gaps() {
+		us = append(us, *h.Underrun)
+	}
+	t := pipeline.TallyUnderruns(us)
+	verdict := "pass"
+	if t.Interruptions > 0 {
+		verdict = "fail"
+	}
+	if c.out.output == "json" {
+		if err := writeHeardJSON(c.env.stdout, nil, res); err != nil {
+			return err
+		}
+	} else {
+		writeHeardText(c.env.stdout, name, audio, res)
+		fmt.Fprintf(c.env.stdout, "underruns: %d (%.0f ms); glitches: %d; interruptions: %d (%.0f ms)\nverdict: %s\n",
+			len(us), ms(t.Silence), t.Glitches, t.Interruptions, ms(t.Interrupted), strings.ToUpper(verdict))
+	}
+	if verdict != "pass" {
+		return errFail
+	}
+	return nil
+}
+
+// readTrace reads TRACE's turns; a recording of speak --record also gives
+// the synthesizer's measured timings to cfg.
+func (c *heardCommand) readTrace(ctx context.Context, name string, cfg *pipeline.Config) ([]*pipeline.Turn, error) {
+	in, err := openInput(c.env, name)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	dec, err := in.decoder(c.format)
+	if err != nil {
+		return nil, err
+	}
+	var turns []*pipeline.Turn
+	if err := in.each(ctx, dec, func(t *pipeline.Turn) error { turns = append(turns, t); return nil }); err != nil {
+		return nil, err
+	}
+	if len(turns) == 0 {
+		return nil, usagef("%s: no turns in it", name)
+	}
+	if f, err := os.Open(name); err == nil {
+		rec, err := speak.ReadRecording(f, name)
+		f.Close()
+		if err == nil && len(rec.Chunks) > 0 {
+			cfg.Measured = rec.Measured()
+			fmt.Fprintf(c.env.stderr, "underrun: %s is a recording of underrun speak: its synthesizer timings replace the synthesizer model\n", name)
+		}
+	}
+	return turns, nil
+}
+
+// heardJSON is the JSON report: analyze's, with every silence heard.
+type heardJSON struct {
+	Recording heardRecordingJSON `json:"recording"`
+	Report    *pipeline.Report   `json:"report,omitempty"`
+}
+
+type heardRecordingJSON struct {
+	OffsetMs   float64            `json:"offset_ms"`
+	FloorDB    float64            `json:"noise_floor_db"`
+	SpeechDB   float64            `json:"speech_db"`
+	Threshold  float64            `json:"threshold_db"`
+	PausesMs   map[string]float64 `json:"pauses_ms"`
+	Silences   []heardSilenceJSON `json:"silences"`
+	GapCount   int                `json:"gaps"`
+	FirstSound float64            `json:"first_sound_ms"`
+}
+
+type heardSilenceJSON struct {
+	StartMs     float64                  `json:"start_ms"`
+	LengthMs    float64                  `json:"length_ms"`
+	Kind        heard.Kind               `json:"kind"`
+	Confidence  float64                  `json:"confidence"`
+	Turn        string                   `json:"turn,omitempty"`
+	Place       heard.Place              `json:"place"`
+	After       string                   `json:"after,omitempty"`
+	ExpectedMs  float64                  `json:"expected_ms"`
+	GapStartMs  *float64                 `json:"gap_start_ms,omitempty"`
+	GapLengthMs *float64                 `json:"gap_length_ms,omitempty"`
+	DepthDB     float64                  `json:"depth_db"`
+	Underrun    *pipeline.UnderrunReport `json:"underrun,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func writeHeardJSON(w io.Writer, r *pipeline.Report, res *heard.Result) error {
+	out := heardJSON{Report: r, Recording: heardRecordingJSON{OffsetMs: ms(res.Offset), FloorDB: res.Levels.Floor, SpeechDB: res.Levels.Speech,
+		Threshold: res.Levels.Threshold, PausesMs: map[string]float64{}, FirstSound: ms(res.Levels.FirstSound), Silences: []heardSilenceJSON{}}}
+	for p, d := range res.Pauses {
+		out.Recording.PausesMs[string(p)] = ms(d)
+	}
+	for _, h := range res.Silences {
+		j := heardSilenceJSON{StartMs: ms(h.Start), LengthMs: ms(h.Length()), Kind: h.Kind, Confidence: h.Confidence, Turn: h.Turn,
+			Place: h.Place, After: h.After, ExpectedMs: ms(h.Expected), DepthDB: h.Depth}
+		if h.Kind == heard.Gap {
+			out.Recording.GapCount++
+			s, l := ms(h.GapStart), ms(h.GapLength)
+			j.GapStartMs, j.GapLengthMs = &s, &l
+			if h.Underrun != nil {
+				u := pipeline.NewUnderrunReport(*h.Underrun)
+				j.Underrun = &u
+			}
+		}
+		out.Recording.Silences = append(out.Recording.Silences, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeHeardText(w io.Writer, name string, a tts.Audio, res *heard.Result) {
+	gaps := res.Gaps()
+	fmt.Fprintf(w, "recording %s: %.1f s at %d Hz; noise floor %.0f dBFS, speech %.0f dBFS, silence under %.0f dBFS\n",
+		name, a.Duration().Seconds(), a.Rate, res.Levels.Floor, res.Levels.Speech, res.Levels.Threshold)
+	if len(res.Turns) > 0 {
+		fmt.Fprintf(w, "the trace's first request lies at %.1f ms of the recording; the voice's own pauses: %.0f ms between words, %.0f ms at a clause end, %.0f ms at a sentence end\n",
+			ms(res.Offset), ms(res.Pauses[heard.AtWord]), ms(res.Pauses[heard.AtClause]), ms(res.Pauses[heard.AtSentence]))
+	} else {
+		fmt.Fprintf(w, "no trace: a silence is an underrun when it is %.0f ms (the voice's sentence pause) longer by the margin\n", ms(res.Pauses[heard.AtSentence]))
+	}
+	fmt.Fprintf(w, "%d silences: %d underruns, %d the voice's own pauses\n\n", len(res.Silences), len(gaps), len(res.Silences)-len(gaps))
+	fmt.Fprintf(w, "  %10s %9s  %-8s %5s  %-9s %-16s %9s %9s  %s\n", "at ms", "silence", "kind", "conf", "place", "before", "gap ms", "gap len", "cause")
+	for _, h := range res.Silences {
+		gapAt, gapLen, cause := "", "", ""
+		if h.Kind == heard.Gap {
+			gapAt, gapLen = fmt.Sprintf("%.1f", ms(h.GapStart)), fmt.Sprintf("%.1f", ms(h.GapLength))
+			if u := h.Underrun; u != nil {
+				cause = string(u.Class)
+				if u.Cause != "" {
+					cause += fmt.Sprintf(", %s, token %d (ITL %.1f ms)", u.Cause, u.Token, ms(u.ITL))
+				}
+			}
+		}
+		after := h.After
+		if after != "" {
+			after = strings.TrimSpace(h.Before + " | " + after)
+		}
+		fmt.Fprintf(w, "  %10.1f %9.1f  %-8s %5.2f  %-9s %-16s %9s %9s  %s\n", ms(h.Start), ms(h.Length()), h.Kind, h.Confidence, h.Place, clipWords(after, 16), gapAt, gapLen, cause)
+	}
+	fmt.Fprintln(w)
+}
+
+func clipWords(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+// writePlot draws the recording's waveform with its gaps above each
+// turn's timeline as the engine plays it with the gaps heard (--plot).
+func (c *heardCommand) writePlot(a tts.Audio, res *heard.Result) error {
+	f, err := createOutput("--plot", c.plot)
+	if err != nil {
+		return err
+	}
+	w := plot.Waveform{Samples: a.Samples, Rate: a.Rate, Threshold: res.Levels.Threshold}
+	for _, h := range res.Silences {
+		w.Marks = append(w.Marks, plot.WaveMark{Start: h.Start, End: h.End, Gap: h.Kind == heard.Gap, GapStart: h.GapStart, Label: string(h.Place)})
+	}
+	var tls []plot.Timeline
+	var bases []time.Duration
+	for _, t := range res.Turns {
+		tls = append(tls, plot.NewTimeline(t.Turn, t.Playout))
+		bases = append(bases, t.Base)
+	}
+	fig := plot.HeardFigure(w, tls, bases)
+	format, _ := plotFormat(c.plot)
+	if format == "png" {
+		err = fig.WritePNG(f)
+	} else {
+		err = fig.WriteSVG(f)
+	}
+	if err != nil {
+		f.Abort()
+		return fmt.Errorf("--plot: %w", err)
+	}
+	return f.Commit()
+}

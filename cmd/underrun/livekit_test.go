@@ -1,0 +1,269 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"math"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
+)
+
+// livekitDir is the LiveKit Agents adapter, an npm package.
+const livekitDir = "../../pipeline/monitor/livekit-agents-js"
+
+var recordLiveKit = flag.Bool("livekit-releases", false,
+	"record LiveKit's release points on the chunking fixtures into tts/testdata/chunking/expect/livekit-agents-js.jsonl")
+
+// needLiveKit skips the test unless node and the adapter's packages are
+// there.
+func needLiveKit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (apt-get install nodejs npm): the LiveKit Agents adapter is not tested")
+	}
+	if _, err := os.Stat(filepath.Join(livekitDir, "node_modules", "@livekit", "agents")); err != nil {
+		t.Skip("the adapter's packages are not installed: run npm ci in pipeline/monitor/livekit-agents-js")
+	}
+}
+
+// heardEvent is the monitor's heard event, as a subscriber reads it.
+type heardEvent struct {
+	Type, Session, Turn string
+	TTFAMs              *float64 `json:"ttfa_ms"`
+	Heard, Predicted    []gapJSON
+	Player              *struct {
+		TTFAMs *float64 `json:"ttfa_ms"`
+		Gaps   []gapJSON
+	}
+	Agrees         *bool
+	SpeechChunks   int `json:"speech_chunks"`
+	MeasuredChunks int `json:"measured_chunks"`
+	// an underrun event's fields
+	AtMs       float64 `json:"at_ms"`
+	DurationMs float64 `json:"duration_ms"`
+}
+
+type gapJSON struct {
+	AtMs       float64 `json:"at_ms"`
+	DurationMs float64 `json:"duration_ms"`
+	Cause      string
+}
+
+// TestLiveKitAgentsThroughMonitor runs a real @livekit/agents pipeline
+// (AgentSession, openai.LLM, openai.TTS behind LiveKit's StreamAdapter and
+// sentence tokenizer; no LiveKit server) against the mock with two stalls
+// and espeak-ng speaking, reporting through the adapter into a monitor
+// process: the monitor's heard gaps (from the audio frames) are the
+// adapter's player's within 20 ms, and the engine given the measured
+// timings predicts the same gaps.
+func TestLiveKitAgentsThroughMonitor(t *testing.T) {
+	t.Parallel()
+	needLiveKit(t)
+	e := streamtest.Espeak(t, 320)
+	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	mon := startMonitorProcess(t, "--events", "", "--stack", "livekit-openai")
+	events, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
+		t.Fatal(err)
+	}
+	const n = 2
+	out := filepath.Join(t.TempDir(), "heard.json")
+	node := exec.Command("node", "example.mjs", "--llm", srv.URL+"/v1", "--tts", srv.URL+"/v1",
+		"--monitor", mon.url, "--session", "lk", "--turns", "2", "--out", out)
+	node.Dir = livekitDir
+	if b, err := node.CombinedOutput(); err != nil {
+		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
+	} else {
+		t.Logf("the LiveKit pipeline:\n%s", b)
+	}
+	var player []struct {
+		Turn    string
+		StartMs float64
+		Gaps    []struct{ StartMs, DurationMs float64 }
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &player); err != nil {
+		t.Fatal(err)
+	}
+	if len(player) != n {
+		t.Fatalf("the adapter's player heard %d turns, want %d", len(player), n)
+	}
+
+	// the monitor's events until both heard events came
+	heard := map[string]heardEvent{}
+	live := map[string][]heardEvent{}
+	events.SetReadDeadline(time.Now().Add(time.Minute))
+	for len(heard) < n {
+		_, b, err := events.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for the heard events (%d of %d came): %v", len(heard), n, err)
+		}
+		var ev heardEvent
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "heard":
+			heard[ev.Turn] = ev
+		case "underrun":
+			live[ev.Turn] = append(live[ev.Turn], ev)
+		}
+	}
+	for _, p := range player {
+		ev, ok := heard[p.Turn]
+		if !ok {
+			t.Fatalf("no heard event for turn %s (LiveKit's speech id); got %v", p.Turn, heard)
+		}
+		if !strings.HasPrefix(p.Turn, "speech_") {
+			t.Errorf("turn %q is not named by LiveKit's speech id", p.Turn)
+		}
+		if ev.Player == nil || ev.Agrees == nil || ev.TTFAMs == nil {
+			t.Fatalf("turn %s: heard event without the player's report, the comparison or the start: %+v", p.Turn, ev)
+		}
+		if len(ev.Heard) < 1 {
+			// the first stall comes while the tokenizer holds the first
+			// sentence (under 20 characters): before the first audio
+			t.Errorf("turn %s: no gap heard, want one at the second stall at least", p.Turn)
+		}
+		// the monitor, from the frames, against the adapter's paced player
+		if len(ev.Heard) != len(p.Gaps) {
+			t.Errorf("turn %s: the monitor heard %d gaps, the adapter's player %d", p.Turn, len(ev.Heard), len(p.Gaps))
+		}
+		if d := *ev.TTFAMs - p.StartMs; math.Abs(d) > 20 {
+			t.Errorf("turn %s: first audio at %.1f ms for the monitor, %.1f ms for the player", p.Turn, *ev.TTFAMs, p.StartMs)
+		}
+		for i := range min(len(ev.Heard), len(p.Gaps)) {
+			h, g := ev.Heard[i], p.Gaps[i]
+			if math.Abs(h.AtMs-g.StartMs) > 20 || math.Abs(h.DurationMs-g.DurationMs) > 20 {
+				t.Errorf("turn %s gap %d: the monitor heard %.1f ms at %.1f ms, the player %.1f ms at %.1f ms",
+					p.Turn, i, h.DurationMs, h.AtMs, g.DurationMs, g.StartMs)
+			}
+		}
+		// the engine, given the measured timings, against what was heard
+		if ev.MeasuredChunks != ev.SpeechChunks || !*ev.Agrees || len(ev.Predicted) != len(ev.Heard) {
+			t.Errorf("turn %s: %d of %d speech chunks measured, agrees %v: heard %+v, predicted %+v",
+				p.Turn, ev.MeasuredChunks, ev.SpeechChunks, *ev.Agrees, ev.Heard, ev.Predicted)
+		}
+		for i := range min(len(ev.Heard), len(ev.Predicted)) {
+			h, m := ev.Heard[i], ev.Predicted[i]
+			t.Logf("turn %s gap %d: heard %.1f ms at %.1f ms (player %.1f ms at %.1f ms), predicted with the measured timings %.1f ms at %.1f ms (%s)",
+				p.Turn, i, h.DurationMs, h.AtMs, p.Gaps[min(i, len(p.Gaps)-1)].DurationMs, p.Gaps[min(i, len(p.Gaps)-1)].StartMs, m.DurationMs, m.AtMs, m.Cause)
+		}
+		// the live guard, with the published timings of --stack livekit-openai
+		for _, u := range live[p.Turn] {
+			t.Logf("turn %s: the live guard (--stack livekit-openai) predicted %.1f ms at %.1f ms", p.Turn, u.DurationMs, u.AtMs)
+		}
+	}
+}
+
+// TestLiveKitReleasePoints records, through the real pipeline, the text
+// LiveKit's StreamAdapter hands to the TTS for every reply of the chunking
+// fixtures, streamed token by token (10 ms apart), and checks the committed
+// recording (tts/testdata/chunking/expect/livekit-agents-js.jsonl) is what
+// LiveKit does; -livekit-releases rewrites it. tts's
+// TestChunkingPresetsMatchFrameworks holds the presets to it.
+func TestLiveKitReleasePoints(t *testing.T) {
+	if testing.Short() && !*recordLiveKit {
+		t.Skip("-short: 102 replies through LiveKit take about a minute")
+	}
+	t.Parallel()
+	needLiveKit(t)
+	e := streamtest.Espeak(t, 450)
+	fixture := "../../tts/testdata/chunking"
+	var replies []struct {
+		ID     string   `json:"id"`
+		Tokens []string `json:"tokens"`
+	}
+	b, err := os.ReadFile(filepath.Join(fixture, "replies.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			ID     string   `json:"id"`
+			Tokens []string `json:"tokens"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, r)
+	}
+	turns := make([]*pipeline.Turn, len(replies))
+	for i, r := range replies {
+		turn := &pipeline.Turn{ID: r.ID, Status: pipeline.StatusOK}
+		for k, tok := range r.Tokens {
+			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: 20*time.Millisecond + time.Duration(k)*time.Millisecond, Text: tok, Tokens: 1})
+		}
+		turns[i] = turn
+	}
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "releases.jsonl")
+	node := exec.Command("node", "example.mjs", "--llm", srv.URL+"/v1", "--tts", srv.URL+"/v1",
+		"--turns", strconv.Itoa(len(turns)), "--releases", out)
+	node.Dir = livekitDir
+	if b, err := node.CombinedOutput(); err != nil {
+		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
+	}
+	b, err = os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != len(replies) {
+		t.Fatalf("%d replies recorded, want %d", len(lines), len(replies))
+	}
+	var got strings.Builder
+	for i, line := range lines {
+		var r struct {
+			Chunks []json.RawMessage `json:"chunks"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := json.Marshal(r.Chunks)
+		id, _ := json.Marshal(replies[i].ID)
+		got.WriteString(`{"id":` + string(id) + `,"chunks":` + string(c) + "}\n")
+	}
+	path := filepath.Join(fixture, "expect", "livekit-agents-js.jsonl")
+	if *recordLiveKit {
+		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("LiveKit's release points differ from %s (go test ./cmd/underrun -run TestLiveKitReleasePoints -livekit-releases rewrites it):\n%s", path, got.String())
+	}
+}

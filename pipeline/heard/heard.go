@@ -1,0 +1,439 @@
+package heard
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// Kind says what a silence is.
+type Kind string
+
+// The kinds of silence.
+const (
+	// Pause is the voice's own pause (punctuation, a word boundary, a
+	// consonant): the listener hears speech, not a gap.
+	Pause Kind = "pause"
+	// Gap is silence beyond the voice's own: the player had nothing to
+	// play, an underrun.
+	Gap Kind = "underrun"
+)
+
+// Silence margins: a silence is a gap when it is longer than the pause the
+// voice makes at its place by more than DefaultMargin plus MarginShare of
+// that pause.
+const (
+	DefaultMargin = 25 * time.Millisecond
+	MarginShare   = 0.3
+	// maxWordPause caps the pause a voice is taken to make between words.
+	maxWordPause = 60 * time.Millisecond
+	// inWordMargin is how much longer than the word pause a silence inside a
+	// word must be to be a gap (a stop consonant's closure is silence).
+	inWordMargin = 60 * time.Millisecond
+	// WordMargin is the margin between words: a streaming synthesizer
+	// that waited for the next word leaves a longer pause of its own
+	// there (espeak-ng: up to 50 ms more than its usual).
+	WordMargin = 60 * time.Millisecond
+)
+
+// Options configure Analyze.
+type Options struct {
+	// Detector finds the silences.
+	Detector Detector
+	// Offset is where the first turn's request (its time 0) lies in the
+	// recording; with AutoOffset it is found instead: the recording's
+	// first sound is the first turn's first audio as the engine plays it.
+	Offset     time.Duration
+	AutoOffset bool
+	// Voice is the voice whose pauses are expected where no trace's text
+	// says (no turns) and where the recording has too few of a kind to
+	// measure them (zero: the engine configuration's voice).
+	Voice tts.Voice
+}
+
+// Heard is one silence of the recording as Analyze classified it.
+type Heard struct {
+	Silence
+	// Kind says whether it is the voice's own pause or an underrun;
+	// Confidence (0.5 to 1) how sure that is.
+	Kind       Kind    `json:"kind"`
+	Confidence float64 `json:"confidence"`
+	// Turn is the turn whose speech it fell in ("" without a trace).
+	Turn string `json:"turn,omitempty"`
+	// Place is where in the text it fell; Offset the byte offset of the
+	// word after it in the turn's spoken text (-1: unknown), Before and
+	// After the words around it.
+	Place         Place  `json:"place"`
+	Offset        int    `json:"offset"`
+	Before, After string `json:"-"`
+	// Expected is the pause the voice makes there on its own; GapLength
+	// the silence beyond it (0 for a pause), which begins at GapStart in
+	// the recording.
+	Expected  time.Duration `json:"-"`
+	GapLength time.Duration `json:"-"`
+	GapStart  time.Duration `json:"-"`
+	// Underrun is the gap as the engine accounts it (class, cause, token,
+	// ITL: the same as analyze's), with a trace; nil for a pause.
+	Underrun *pipeline.Underrun `json:"-"`
+}
+
+// Turn is one turn of the trace as heard in the recording.
+type Turn struct {
+	// Turn is the trace's turn.
+	Turn *pipeline.Turn
+	// Playout is the engine's playout of the turn with the underruns
+	// heard in the recording in place of those it predicts, for a
+	// pipeline.Report; Predicted are the ones it predicts.
+	Playout   *pipeline.Playout
+	Predicted []pipeline.Underrun
+	// Base is where the turn's request (its time 0) lies in the
+	// recording; SpeechStart and SpeechEnd its first and last sound.
+	Base, SpeechStart, SpeechEnd time.Duration
+}
+
+// Result is what Analyze found in a recording.
+type Result struct {
+	// Levels are the detector's measures of the recording.
+	Levels Levels
+	// Offset is where the first turn's request lies in the recording.
+	Offset time.Duration
+	// Pauses are the voice's own pauses by place, as measured in the
+	// recording where it has enough of them, else the voice model's.
+	Pauses map[Place]time.Duration
+	// WordShare is the silence the voice leaves between two words on
+	// average (most places between words have none): what a gap there
+	// holds besides the underrun.
+	WordShare time.Duration
+	// Silences are every silence found, in order.
+	Silences []Heard
+	// Turns are the trace's turns (none without a trace).
+	Turns []Turn
+}
+
+// Gaps returns the silences that are underruns.
+func (r *Result) Gaps() []Heard {
+	var out []Heard
+	for _, h := range r.Silences {
+		if h.Kind == Gap {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ErrRecording reports a recording that cannot be analyzed.
+var ErrRecording = errors.New("invalid recording")
+
+// Analyze finds the silences of the recording a and tells the voice's own
+// pauses from underruns. Given the trace's turns (played through the
+// engine cfg: its chunking, synthesizer and voice, and cfg.Measured where
+// the synthesizer was measured), it aligns each turn's spoken text to the
+// recording's speech, expects the voice's pauses at punctuation, and
+// accounts each underrun as the engine does (pipeline.Playout.Explain).
+// Without turns, a silence is an underrun when it is longer than the
+// voice's sentence pause.
+func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Options) (*Result, error) {
+	if a.Rate <= 0 {
+		return nil, fmt.Errorf("%w: sample rate %d", ErrRecording, a.Rate)
+	}
+	silences, lv := opts.Detector.Detect(a)
+	res := &Result{Levels: lv, Offset: opts.Offset, Pauses: map[Place]time.Duration{}}
+	voice := opts.Voice
+	if voice.WPM == 0 {
+		voice = cfg.Voice
+	}
+	if len(turns) == 0 {
+		res.classifyAlone(silences, voice, cfg.Interruption)
+		return res, nil
+	}
+	var first time.Time
+	for _, t := range turns {
+		if len(turns) > 1 && t.Start.IsZero() {
+			return nil, fmt.Errorf("%w: turn %q has no start time: a recording of several turns needs each turn's start to find it", ErrRecording, t.ID)
+		}
+		if first.IsZero() || t.Start.Before(first) {
+			first = t.Start
+		}
+	}
+	type played struct {
+		t    *pipeline.Turn
+		p    *pipeline.Playout
+		base time.Duration
+	}
+	var ps []played
+	for _, t := range turns {
+		if err := t.Validate(); err != nil {
+			return nil, err
+		}
+		p, err := pipeline.Play(cfg, t)
+		if err != nil {
+			return nil, fmt.Errorf("turn %q: the engine: %w", t.ID, err)
+		}
+		var base time.Duration
+		if !t.Start.IsZero() {
+			base = t.Start.Sub(first)
+		}
+		ps = append(ps, played{t: t, p: p, base: base})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].base < ps[j].base })
+	if opts.AutoOffset {
+		at, ok := ps[0].p.Started()
+		if !ok {
+			return nil, fmt.Errorf("%w: turn %q speaks nothing in the engine: no first audio to align the recording by (give the offset)", ErrRecording, ps[0].t.ID)
+		}
+		res.Offset = lv.FirstSound - at - ps[0].base
+	}
+	// each turn's part of the recording: from its request to the next's;
+	// the silence across a boundary is between turns
+	var all [][]Silence
+	var measured []*Heard
+	wordPlaces := 0
+	for i, pl := range ps {
+		from := res.Offset + pl.base
+		to := time.Duration(math.MaxInt64)
+		if i+1 < len(ps) {
+			to = res.Offset + ps[i+1].base
+		}
+		start, end := max(from, lv.FirstSound), min(to, lv.LastSound)
+		var own []Silence
+		for _, s := range silences {
+			switch {
+			case s.Start <= from && s.End > from:
+				start = max(start, s.End) // silence before its first sound
+			case s.Start < to && s.End >= to:
+				end = min(end, s.Start)
+			}
+		}
+		for _, s := range silences {
+			if s.Start >= start && s.End <= end {
+				own = append(own, s)
+			}
+		}
+		all = append(all, own)
+		res.Turns = append(res.Turns, Turn{Turn: pl.t, Base: from, SpeechStart: start, SpeechEnd: end})
+		text := pipeline.SpokenText(pl.t)
+		bs, art := boundaries(text, voice)
+		for _, b := range bs {
+			if b.place == AtWord {
+				wordPlaces++
+			}
+		}
+		runs := make([]run, len(own))
+		var quiet time.Duration
+		for k, s := range own {
+			runs[k] = run{sound: s.Start - start - quiet, length: s.Length()}
+			quiet += s.Length()
+		}
+		place := align(runs, max(0, end-start-quiet), bs, art)
+		for k, s := range own {
+			h := &Heard{Silence: s, Turn: pl.t.ID, Place: InWord, Offset: -1}
+			if j := place[k]; j >= 0 {
+				h.Place, h.Offset = bs[j].place, bs[j].off
+			} else if prev := lastPlaced(place, k); prev >= 0 {
+				h.Offset = bs[prev].off // inside a word after it
+			}
+			h.Before, h.After = words(text, h.Offset)
+			measured = append(measured, h)
+		}
+	}
+	res.measurePauses(measured, voice)
+	// the silence a voice leaves between two words, on average over every
+	// place between words (most leave none a detector sees): what a gap
+	// there is taken to hold besides the underrun
+	var between time.Duration
+	for _, h := range measured {
+		res.classify(h)
+		if h.Kind == Pause && (h.Place == AtWord || h.Place == InWord) {
+			between += h.Length()
+		}
+	}
+	if wordPlaces > 0 {
+		res.WordShare = between / time.Duration(wordPlaces)
+	}
+	idx := 0
+	for i, pl := range ps {
+		var heard []pipeline.Underrun
+		for range all[i] {
+			h := measured[idx]
+			idx++
+			res.setGap(h)
+			if h.Kind == Gap {
+				u := explain(pl.p, pipeline.SpokenText(pl.t), h, res.Turns[i].Base)
+				h.Underrun = &u
+				heard = append(heard, u)
+			}
+			res.Silences = append(res.Silences, *h)
+		}
+		view := *pl.p
+		view.Underruns = heard
+		res.Turns[i].Playout = &view
+		res.Turns[i].Predicted = pl.p.Underruns
+	}
+	return res, nil
+}
+
+// lastPlaced returns the boundary of the last run before k placed at one,
+// or -1.
+func lastPlaced(place []int, k int) int {
+	for i := k - 1; i >= 0; i-- {
+		if place[i] >= 0 {
+			return place[i]
+		}
+	}
+	return -1
+}
+
+// words returns the words before and after byte offset off of text.
+func words(text string, off int) (before, after string) {
+	if off < 0 || off > len(text) {
+		return "", ""
+	}
+	b := off
+	for b > 0 && text[b-1] == ' ' {
+		b--
+	}
+	a := b
+	for a > 0 && text[a-1] != ' ' {
+		a--
+	}
+	e := off
+	for e < len(text) && text[e] != ' ' {
+		e++
+	}
+	return text[a:b], text[off:e]
+}
+
+// measurePauses sets the voice's pause at each place: the median of the
+// silences found at punctuation (the lower quartile between words), where there are at least two (most of a
+// voice's pauses are its own, and an underrun only lengthens one), capped
+// at twice the voice model's; else the sentence pause from the clause
+// pause in the model's ratio, the clause pause as long as the sentence
+// pause, or the voice model's.
+func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
+	model := map[Place]time.Duration{AtWord: 0, AtClause: v.CommaPause, AtSentence: v.SentencePause}
+	limit := map[Place]time.Duration{AtWord: maxWordPause, AtClause: 2 * v.CommaPause, AtSentence: 2 * v.SentencePause}
+	measured := map[Place]bool{}
+	for place, m := range model {
+		var ls []time.Duration
+		for _, h := range hs {
+			if h.Place == place || place == AtWord && h.Place == InWord {
+				ls = append(ls, h.Length())
+			}
+		}
+		r.Pauses[place] = m
+		if len(ls) >= 2 || place == AtWord && len(ls) > 0 {
+			slices.Sort(ls)
+			q := (len(ls) - 1) / 2 // the median at punctuation, whose pauses vary
+			if place == AtWord {
+				q = (len(ls) - 1) / 4
+			}
+			r.Pauses[place] = min(ls[q], limit[place])
+			measured[place] = true
+		}
+	}
+	// a voice's clause and sentence pauses keep the model's ratio: one
+	// measured gives the other
+	switch {
+	case measured[AtClause] && !measured[AtSentence] && v.CommaPause > 0:
+		r.Pauses[AtSentence] = time.Duration(float64(r.Pauses[AtClause]) * float64(v.SentencePause) / float64(v.CommaPause))
+	case measured[AtSentence] && !measured[AtClause]:
+		// a voice's clause pauses vary more than the ratio says: as long
+		// as its sentence pause, so that none is taken for a gap
+		r.Pauses[AtClause] = r.Pauses[AtSentence]
+	}
+	r.Pauses[InWord] = r.Pauses[AtWord]
+}
+
+// classify sets h's kind, confidence and gap from the pause expected at
+// its place.
+func (r *Result) classify(h *Heard) {
+	h.Expected = r.Pauses[h.Place]
+	margin := DefaultMargin + time.Duration(MarginShare*float64(h.Expected))
+	switch h.Place {
+	case InWord:
+		margin = inWordMargin
+	case AtWord:
+		margin = WordMargin
+	}
+	h.Kind, h.Confidence = decide(h.Length()-h.Expected, margin)
+}
+
+// setGap sets the gap of h, an underrun: the silence beyond the pause the
+// voice makes at its place (between words, the mean it leaves there),
+// ending where the silence ends (the next audio follows the gap at once).
+// At punctuation a synthesizer may leave its pause out when the text after
+// it is late (espeak-ng fed word by word does so in some runs, not in
+// others): the gap then lies up to that pause from where it is put.
+func (r *Result) setGap(h *Heard) {
+	if h.Kind != Gap {
+		return
+	}
+	natural := h.Expected
+	if h.Place == AtWord || h.Place == InWord {
+		natural = r.WordShare
+	}
+	h.GapLength = max(0, h.Length()-natural)
+	h.GapStart = h.End - h.GapLength
+}
+
+// decide says whether silence excess beyond the voice's pause, with the
+// margin allowed, is a gap, and how sure that is: 0.5 at the margin,
+// nearer 1 the further from it.
+func decide(excess, margin time.Duration) (Kind, float64) {
+	x := float64(excess-margin) / float64(max(margin/2, time.Millisecond))
+	p := 1 / (1 + math.Exp(-x))
+	if excess > margin {
+		return Gap, p
+	}
+	return Pause, 1 - p
+}
+
+// classifyAlone classifies silences with no text to align: a silence is
+// an underrun when it is longer than the voice's sentence pause (the
+// longest it makes on its own) by the margin; its length beyond the
+// sentence pause is the gap.
+func (r *Result) classifyAlone(silences []Silence, v tts.Voice, interruption time.Duration) {
+	r.Pauses[AtClause], r.Pauses[AtSentence] = v.CommaPause, v.SentencePause
+	for _, s := range silences {
+		h := Heard{Silence: s, Place: Unknown, Offset: -1, Expected: v.SentencePause}
+		margin := DefaultMargin + time.Duration(MarginShare*float64(v.SentencePause))
+		excess := s.Length() - v.SentencePause
+		h.Kind, h.Confidence = decide(excess, margin)
+		if h.Kind == Gap {
+			h.GapLength, h.GapStart = excess, s.End-excess
+			u := pipeline.Underrun{Start: h.GapStart, Duration: excess, Class: pipeline.Glitch, Position: pipeline.PositionUnknown, Token: -1, Chunk: -1}
+			if excess >= interruption {
+				u.Class = pipeline.Interruption
+			}
+			h.Underrun = &u
+		}
+		r.Silences = append(r.Silences, h)
+	}
+}
+
+// explain accounts gap h of a turn (spoken text text) whose request lies
+// at base in the recording as the engine accounts an underrun there.
+func explain(p *pipeline.Playout, text string, h *Heard, base time.Duration) pipeline.Underrun {
+	at := h.GapStart - base
+	chunk, inside := -1, h.Place == InWord
+	for i, c := range p.Chunks {
+		if h.Offset >= c.From && h.Offset < c.To {
+			chunk = i
+			from := c.From
+			for from < c.To && from < len(text) && text[from] == ' ' {
+				from++
+			}
+			if from != h.Offset {
+				inside = true
+			}
+			break
+		}
+	}
+	return p.Explain(chunk, at, h.GapLength, inside)
+}

@@ -1,0 +1,166 @@
+// Package otlptest is a real OTLP/HTTP receiver for tests: an httptest
+// server that decodes every export request with the OpenTelemetry
+// Collector's own pdata module (ptraceotlp and pmetricotlp
+// ExportRequest.UnmarshalProto) and keeps the spans and metrics, so a
+// test checks what a backend would store.
+package otlptest
+
+import (
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// Span is one received span with the resource it came with.
+type Span struct {
+	ptrace.Span
+	Resource pcommon.Resource
+}
+
+// Receiver is an OTLP/HTTP receiver on loopback. Its URL is the base
+// endpoint (/v1/traces and /v1/metrics under it).
+type Receiver struct {
+	URL string
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	spans    []Span
+	metrics  map[string][]pmetric.Metric
+	requests int
+}
+
+// NewReceiver starts a receiver that stops when the test ends.
+func NewReceiver(t testing.TB) *Receiver {
+	r := &Receiver{metrics: map[string][]pmetric.Metric{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
+		body, ok := readBody(t, w, req)
+		if !ok {
+			return
+		}
+		er := ptraceotlp.NewExportRequest()
+		if err := er.UnmarshalProto(body); err != nil {
+			t.Errorf("otlptest: /v1/traces: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rs := er.Traces().ResourceSpans()
+		r.mu.Lock()
+		for i := range rs.Len() {
+			res := rs.At(i)
+			for j := range res.ScopeSpans().Len() {
+				ss := res.ScopeSpans().At(j).Spans()
+				for k := range ss.Len() {
+					r.spans = append(r.spans, Span{Span: ss.At(k), Resource: res.Resource()})
+				}
+			}
+		}
+		r.mu.Unlock()
+		r.answer(w, ptraceotlp.NewExportResponse().MarshalProto)
+	})
+	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
+		body, ok := readBody(t, w, req)
+		if !ok {
+			return
+		}
+		er := pmetricotlp.NewExportRequest()
+		if err := er.UnmarshalProto(body); err != nil {
+			t.Errorf("otlptest: /v1/metrics: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rm := er.Metrics().ResourceMetrics()
+		r.mu.Lock()
+		for i := range rm.Len() {
+			sm := rm.At(i).ScopeMetrics()
+			for j := range sm.Len() {
+				ms := sm.At(j).Metrics()
+				for k := range ms.Len() {
+					r.metrics[ms.At(k).Name()] = append(r.metrics[ms.At(k).Name()], ms.At(k))
+				}
+			}
+		}
+		r.mu.Unlock()
+		r.answer(w, pmetricotlp.NewExportResponse().MarshalProto)
+	})
+	r.srv = httptest.NewServer(mux)
+	t.Cleanup(r.srv.Close)
+	r.URL = r.srv.URL
+	return r
+}
+
+// readBody reads a request's protobuf body, gzip or not.
+func readBody(t testing.TB, w http.ResponseWriter, req *http.Request) ([]byte, bool) {
+	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		t.Errorf("otlptest: %s: Content-Type %q, want application/x-protobuf", req.URL.Path, ct)
+		http.Error(w, "want application/x-protobuf", http.StatusUnsupportedMediaType)
+		return nil, false
+	}
+	var in io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		z, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return nil, false
+		}
+		in = z
+	}
+	body, err := io.ReadAll(in)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return body, true
+}
+
+// answer writes an empty export response and notes the request.
+func (r *Receiver) answer(w http.ResponseWriter, marshal func() ([]byte, error)) {
+	b, _ := marshal()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(b)
+	r.mu.Lock()
+	r.requests++
+	r.mu.Unlock()
+}
+
+// Spans returns the spans received so far.
+func (r *Receiver) Spans() []Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Span(nil), r.spans...)
+}
+
+// Metric returns every received copy of the metric named name (one per
+// export that carried it), the latest last.
+func (r *Receiver) Metric(name string) []pmetric.Metric {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]pmetric.Metric(nil), r.metrics[name]...)
+}
+
+// MetricNames returns the names of every metric received.
+func (r *Receiver) MetricNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.metrics))
+	for n := range r.metrics {
+		names = append(names, n)
+	}
+	return names
+}
+
+// Requests returns how many export requests were decoded.
+func (r *Receiver) Requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests
+}
