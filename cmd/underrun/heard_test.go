@@ -51,7 +51,6 @@ type truthGap struct {
 // heardRun is one recording made by speak --wav-out with its record.
 type heardRun struct {
 	name, wav, rec string
-	text           string
 	gaps           []truthGap
 }
 
