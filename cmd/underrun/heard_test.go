@@ -349,6 +349,12 @@ func TestHeardFindsSpeakGaps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speaks recordings in real time")
 	}
+	if raceEnabled {
+		// speak's real-time pipeline, slowed several times over, runs off
+		// the timing heard's engine model replays, and the causes it names
+		// part; .ci/run runs this test in a step of its own without -race
+		t.Skip("speak runs in real time; under the race detector its timing is not the model's (.ci/run runs this test without -race)")
+	}
 	t.Parallel()
 	streamtest.Espeak(t, 320)
 	n := 6
