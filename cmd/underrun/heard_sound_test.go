@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,21 +34,10 @@ func TestHeardThroughSoundServer(t *testing.T) {
 	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_HEARD_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)
 	r := heardRun{name: "sound-server", wav: filepath.Join(dir, "played.wav"), rec: filepath.Join(dir, "run.jsonl")}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "speak", "--scenario", "testdata/speak/stalls.yaml", "--speed", "320", "--tts-mode", "request",
-		"--play", "--play-buffer", "250ms", "--wav-out", r.wav, "--record", r.rec, "-o", "json", "--max-tpot=false")
-	cmd.Env = srv.env
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	recorded := stop()
-	if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
-		t.Fatalf("speak --play: %v\n%s", err, stderr.String())
-	}
-	h := readTruth(t, &r, stdout.String())
+	stdout, stderr, recorded := srv.speakPlay(t, bin, stop, "--play-buffer", "250ms", "--wav-out", r.wav, "--record", r.rec)
+	h := readTruth(t, &r, stdout)
 	if len(r.gaps) == 0 {
-		t.Fatalf("speak heard no gap; stderr:\n%s", stderr.String())
+		t.Fatalf("speak heard no gap; stderr:\n%s", stderr)
 	}
 	// where the sound server played silence of its own (the card ran dry
 	// on a busy machine), the recording holds gaps the player never

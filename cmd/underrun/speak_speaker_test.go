@@ -137,6 +137,27 @@ func speakerSetup(t *testing.T, keep string, rate int) (srv *soundServer, bin, d
 	return srv, bin, dir
 }
 
+// speakPlay runs the speaker build's speak --play on the stalls scenario
+// through the sound server, with args added, and returns its JSON report,
+// what stop recorded of the sink once speak ended, and its stderr (a
+// verdict's exit 1 is a run; any other failure ends the test).
+func (s *soundServer) speakPlay(t *testing.T, bin string, stop func() []float32, args ...string) (stdout, stderr string, recorded []float32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"speak", "--scenario", "testdata/speak/stalls.yaml", "--speed", "320", "--tts-mode", "request",
+		"--play", "-o", "json", "--max-tpot=false"}, args...)...)
+	cmd.Env = s.env
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	recorded = stop()
+	if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
+		t.Fatalf("speak --play: %v\n%s", err, errOut.String())
+	}
+	return out.String(), errOut.String(), recorded
+}
+
 // The speaker build against a real sound server: PulseAudio with a null
 // sink, played into through ALSA's PulseAudio plugin by beep's speaker,
 // its monitor recorded. The silence in the recording is the silence the
@@ -155,26 +176,15 @@ func TestSpeakSpeakerBuild(t *testing.T) {
 	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_SPEAKER_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)
 	wav, rec := filepath.Join(dir, "played.wav"), filepath.Join(dir, "run.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "speak", "--scenario", "testdata/speak/stalls.yaml", "--speed", "320", "--tts-mode", "request",
-		"--play", "--play-buffer", "50ms", "--tolerance", "50ms", "--wav-out", wav, "--record", rec, "-o", "json", "--max-tpot=false")
-	cmd.Env = srv.env
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	recorded := stop()
-	if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
-		t.Fatalf("speak --play: %v\n%s", err, stderr.String())
-	}
+	stdout, stderr, recorded := srv.speakPlay(t, bin, stop, "--play-buffer", "50ms", "--tolerance", "50ms", "--wav-out", wav, "--record", rec)
 	var got speakJSON
-	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil {
-		t.Fatalf("%v: %s", err, stdout.String())
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
 	}
 	recording := readAs(t, rec, speak.ReadRecording)
 	h := recording.Heard["t1"]
 	if !h.Started || len(h.Gaps) == 0 {
-		t.Fatalf("heard %+v: want the stalls heard; stderr:\n%s", h, stderr.String())
+		t.Fatalf("heard %+v: want the stalls heard; stderr:\n%s", h, stderr)
 	}
 	given := readWAV(t, wav)
 	reference, bounds := chunkAudio(t, e, recording.Chunks["t1"])
