@@ -40,7 +40,9 @@ import (
 //     command exits first), and what still runs when the block ends is
 //     stopped (SIGTERM, then SIGKILL for the whole group);
 //   - `readme-test: needs PROG...` runs the line only where every PROG is
-//     installed, and says so when one is missing;
+//     installed (a PROG with a slash: where that path of the repository
+//     exists, such as a package's node_modules), and says so when one is
+//     missing;
 //   - `readme-test: network` (the command needs the outside network) and
 //     `readme-test: suite` (it runs the test suite, which runs this test)
 //     skip the line; no other skip exists.
@@ -243,6 +245,19 @@ __stop() { # what still runs in the background when the block ends
 trap __stop EXIT
 `
 
+// haveProgram reports whether prog is installed, or, for a path (one with
+// a slash, from the repository root), whether it exists: a package's
+// installed dependencies (node_modules after npm ci) are needed as
+// programs are.
+func haveProgram(prog string) bool {
+	if strings.Contains(prog, "/") {
+		_, err := os.Stat(filepath.Join("../..", prog))
+		return err == nil
+	}
+	_, err := exec.LookPath(prog)
+	return err == nil
+}
+
 // script returns the bash script of block b, and the lines it leaves out
 // with why.
 func (b readmeBlock) script(have func(string) bool) (string, []string) {
@@ -254,6 +269,9 @@ func (b readmeBlock) script(have func(string) bool) (string, []string) {
 		for _, p := range l.needs {
 			if why == "" && !have(p) {
 				why = p + " is not installed"
+				if strings.Contains(p, "/") {
+					why = p + " is missing"
+				}
 			}
 		}
 		if why != "" {
@@ -306,7 +324,7 @@ func newREADMEWalk(t *testing.T) *readmeWalk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &readmeWalk{dir: t.TempDir(), have: func(prog string) bool { _, err := exec.LookPath(prog); return err == nil }}
+	w := &readmeWalk{dir: t.TempDir(), have: haveProgram}
 	w.walk = filepath.Join(w.dir, "walk")
 	bin, home := filepath.Join(w.dir, "bin"), filepath.Join(w.dir, "home")
 	for _, d := range []string{w.walk, bin, home} {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/tts"
@@ -106,14 +108,16 @@ type Result struct {
 	// Pauses are the voice's own pauses by place, as measured in the
 	// recording where it has enough of them, else the voice model's.
 	Pauses map[Place]time.Duration
-	// WordShare is the silence the voice leaves between two words on
-	// average (most places between words have none): what a gap there
-	// holds besides the underrun.
-	WordShare time.Duration
 	// Silences are every silence found, in order.
 	Silences []Heard
 	// Turns are the trace's turns (none without a trace).
 	Turns []Turn
+	// wordEnd is the quiet end of a word a gap between words is taken to
+	// begin after.
+	wordEnd time.Duration
+	// measured says which places' pauses were measured on the recording
+	// (the others come from the voice model or the other place's).
+	measured map[Place]bool
 }
 
 // Gaps returns the silences that are underruns.
@@ -143,7 +147,7 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		return nil, fmt.Errorf("%w: sample rate %d", ErrRecording, a.Rate)
 	}
 	silences, lv := opts.Detector.Detect(a)
-	res := &Result{Levels: lv, Offset: opts.Offset, Pauses: map[Place]time.Duration{}}
+	res := &Result{Levels: lv, Offset: opts.Offset, Pauses: map[Place]time.Duration{}, wordEnd: opts.Detector.minSilence() / 2}
 	voice := opts.Voice
 	if voice.WPM == 0 {
 		voice = cfg.Voice
@@ -193,7 +197,6 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 	// the silence across a boundary is between turns
 	var all [][]Silence
 	var measured []*Heard
-	wordPlaces := 0
 	for i, pl := range ps {
 		from := res.Offset + pl.base
 		to := time.Duration(math.MaxInt64)
@@ -219,11 +222,6 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		res.Turns = append(res.Turns, Turn{Turn: pl.t, Base: from, SpeechStart: start, SpeechEnd: end})
 		text := pipeline.SpokenText(pl.t)
 		bs, art := boundaries(text, voice)
-		for _, b := range bs {
-			if b.place == AtWord {
-				wordPlaces++
-			}
-		}
 		runs := make([]run, len(own))
 		var quiet time.Duration
 		for k, s := range own {
@@ -243,18 +241,8 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		}
 	}
 	res.measurePauses(measured, voice)
-	// the silence a voice leaves between two words, on average over every
-	// place between words (most leave none a detector sees): what a gap
-	// there is taken to hold besides the underrun
-	var between time.Duration
 	for _, h := range measured {
 		res.classify(h)
-		if h.Kind == Pause && (h.Place == AtWord || h.Place == InWord) {
-			between += h.Length()
-		}
-	}
-	if wordPlaces > 0 {
-		res.WordShare = between / time.Duration(wordPlaces)
 	}
 	idx := 0
 	for i, pl := range ps {
@@ -262,7 +250,7 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		for range all[i] {
 			h := measured[idx]
 			idx++
-			res.setGap(h)
+			res.setGap(h, pl.p, pipeline.SpokenText(pl.t), res.Turns[i].Base)
 			if h.Kind == Gap {
 				u := explain(pl.p, pipeline.SpokenText(pl.t), h, res.Turns[i].Base)
 				h.Underrun = &u
@@ -311,7 +299,8 @@ func words(text string, off int) (before, after string) {
 
 // measurePauses sets the voice's pause at each place: the median of the
 // silences found at punctuation (the lower quartile between words), where there are at least two (most of a
-// voice's pauses are its own, and an underrun only lengthens one), capped
+// voice's pauses are its own, and an underrun only lengthens one) or one
+// no longer than the model's, capped
 // at twice the voice model's; else the sentence pause from the clause
 // pause in the model's ratio, the clause pause as long as the sentence
 // pause, or the voice model's.
@@ -319,6 +308,7 @@ func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
 	model := map[Place]time.Duration{AtWord: 0, AtClause: v.CommaPause, AtSentence: v.SentencePause}
 	limit := map[Place]time.Duration{AtWord: maxWordPause, AtClause: 2 * v.CommaPause, AtSentence: 2 * v.SentencePause}
 	measured := map[Place]bool{}
+	defer func() { r.measured = measured }()
 	for place, m := range model {
 		var ls []time.Duration
 		for _, h := range hs {
@@ -327,7 +317,10 @@ func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
 			}
 		}
 		r.Pauses[place] = m
-		if len(ls) >= 2 || place == AtWord && len(ls) > 0 {
+		// one silence at a kind of punctuation is the voice's own pause
+		// when it is no longer than the model's (an underrun only
+		// lengthens a pause)
+		if len(ls) >= 2 || len(ls) == 1 && (place == AtWord || ls[0] <= m) {
 			slices.Sort(ls)
 			q := (len(ls) - 1) / 2 // the median at punctuation, whose pauses vary
 			if place == AtWord {
@@ -342,10 +335,8 @@ func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
 	switch {
 	case measured[AtClause] && !measured[AtSentence] && v.CommaPause > 0:
 		r.Pauses[AtSentence] = time.Duration(float64(r.Pauses[AtClause]) * float64(v.SentencePause) / float64(v.CommaPause))
-	case measured[AtSentence] && !measured[AtClause]:
-		// a voice's clause pauses vary more than the ratio says: as long
-		// as its sentence pause, so that none is taken for a gap
-		r.Pauses[AtClause] = r.Pauses[AtSentence]
+	case measured[AtSentence] && !measured[AtClause] && v.SentencePause > 0:
+		r.Pauses[AtClause] = time.Duration(float64(r.Pauses[AtSentence]) * float64(v.CommaPause) / float64(v.SentencePause))
 	}
 	r.Pauses[InWord] = r.Pauses[AtWord]
 }
@@ -364,22 +355,85 @@ func (r *Result) classify(h *Heard) {
 	h.Kind, h.Confidence = decide(h.Length()-h.Expected, margin)
 }
 
-// setGap sets the gap of h, an underrun: the silence beyond the pause the
-// voice makes at its place (between words, the mean it leaves there),
-// ending where the silence ends (the next audio follows the gap at once).
-// At punctuation a synthesizer may leave its pause out when the text after
-// it is late (espeak-ng fed word by word does so in some runs, not in
-// others): the gap then lies up to that pause from where it is put.
-func (r *Result) setGap(h *Heard) {
+// setGap sets the gap of h, an underrun, in the playout p of the turn
+// (spoken text text, its request at base in the recording): the silence
+// beyond the pause the voice makes at its place. Between words that is
+// the quiet end of the word before, shorter than the shortest silence the
+// detector reports (or the voice's quiet between words would be found as
+// silences): half of that, so that the gap's start is at most half of it
+// off. At punctuation the pause is part of the audio of the
+// speech chunk that holds the punctuation: when that chunk was ready
+// before the silence (its text came in time), the voice paused first and
+// the gap follows, ending where the silence ends; when it came late (the
+// punctuation was the text the synthesizer waited for, or was held with
+// it), the gap comes first and the pause after it.
+func (r *Result) setGap(h *Heard, p *pipeline.Playout, text string, base time.Duration) {
 	if h.Kind != Gap {
 		return
 	}
 	natural := h.Expected
 	if h.Place == AtWord || h.Place == InWord {
-		natural = r.WordShare
+		natural = r.wordEnd
 	}
 	h.GapLength = max(0, h.Length()-natural)
 	h.GapStart = h.End - h.GapLength
+	if h.Place != AtClause && h.Place != AtSentence {
+		return
+	}
+	// a voice's pauses of one kind vary (the word before ends more or less
+	// quietly): the gap the engine predicts here from the trace's timing
+	// splits the silence, the pause from half to all of the one expected
+	// (all of it where no pause of the kind was measured on the recording:
+	// the expected one is then the model's estimate)
+	if u, ok := predictedIn(p, h.Start-base, h.End-base); ok {
+		lo := h.Expected / 2
+		if !r.measured[h.Place] {
+			lo = 0
+		}
+		h.GapLength = h.Length() - min(h.Expected, max(lo, h.Length()-u.Duration))
+		h.GapStart = h.End - h.GapLength
+	}
+	if c := punctuationChunk(p, text, h.Offset); c >= 0 && base+p.Chunks[c].Ready > h.Start+h.Length()/2 {
+		h.GapStart = h.Start
+	}
+}
+
+// predictedIn returns the longest underrun of p that overlaps the
+// interval [from, to) of turn time.
+func predictedIn(p *pipeline.Playout, from, to time.Duration) (pipeline.Underrun, bool) {
+	var best pipeline.Underrun
+	found := false
+	for _, u := range p.Underruns {
+		if u.Start < to && u.Start+u.Duration > from && (!found || u.Duration > best.Duration) {
+			best, found = u, true
+		}
+	}
+	return best, found
+}
+
+// punctuationChunk returns the speech chunk of p that holds the
+// punctuation before byte offset off of text (the word after it), or -1.
+func punctuationChunk(p *pipeline.Playout, text string, off int) int {
+	if off <= 0 || off > len(text) {
+		return -1
+	}
+	k := off
+	for k > 0 {
+		r, size := utf8.DecodeLastRuneInString(text[:k])
+		k -= size
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return -1
+		}
+		if tts.IsSentenceEnd(r) || tts.IsClauseEnd(r) {
+			break
+		}
+	}
+	for i, c := range p.Chunks {
+		if k >= c.From && k < c.To {
+			return i
+		}
+	}
+	return -1
 }
 
 // decide says whether silence excess beyond the voice's pause, with the

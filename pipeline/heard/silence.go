@@ -70,9 +70,7 @@ func (d Detector) withDefaults() Detector {
 	if d.Frame <= 0 {
 		d.Frame = DefaultFrame
 	}
-	if d.MinSilence <= 0 {
-		d.MinSilence = DefaultMinSilence
-	}
+	d.MinSilence = d.minSilence()
 	if d.AboveFloor <= 0 {
 		d.AboveFloor = DefaultAboveFloor
 	}
@@ -156,4 +154,12 @@ func (d Detector) Detect(a tts.Audio) ([]Silence, Levels) {
 		i = j
 	}
 	return out, lv
+}
+
+// minSilence is the shortest silence the detector reports.
+func (d Detector) minSilence() time.Duration {
+	if d.MinSilence <= 0 {
+		return DefaultMinSilence
+	}
+	return d.MinSilence
 }
