@@ -114,3 +114,57 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// A gap at punctuation follows the pause when the chunk holding the
+// punctuation was ready before the silence, and comes before it when that
+// chunk was the late one; between words it begins after half the
+// shortest silence the detector reports.
+func TestSetGapPlacesTheGapAroundThePause(t *testing.T) {
+	t.Parallel()
+	const text = "Sure. Rain"
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	// "Sure" [0,4), "." [4,6), "Rain" [6,10): the "." chunk ready at 100
+	// ms (in time) or at 900 ms (it stalled, as late as the word after)
+	playout := func(punctReady time.Duration) *pipeline.Playout {
+		return &pipeline.Playout{Chunks: []pipeline.SpeechChunk{
+			{From: 0, To: 4, Ready: ms(50)},
+			{From: 4, To: 6, Ready: punctReady},
+			{From: 6, To: 10, Ready: ms(900)},
+		}}
+	}
+	r := &Result{wordEnd: DefaultMinSilence / 2, Pauses: map[Place]time.Duration{AtWord: ms(40), AtSentence: ms(180)}, measured: map[Place]bool{AtSentence: true}}
+	for _, tc := range []struct {
+		name       string
+		place      Place
+		punctReady time.Duration
+		wantStart  time.Duration
+		wantLength time.Duration
+	}{
+		{"punctuation in time: pause, then the gap", AtSentence, ms(100), ms(480), ms(500)},
+		{"punctuation late: the gap, then the pause", AtSentence, ms(900), ms(300), ms(500)},
+		{"between words: after the word's quiet end", AtWord, ms(100), ms(315), ms(665)},
+	} {
+		h := &Heard{Silence: Silence{Start: ms(300), End: ms(980)}, Kind: Gap, Place: tc.place, Offset: 6, Expected: r.Pauses[tc.place]}
+		r.setGap(h, playout(tc.punctReady), text, 0)
+		if h.GapStart != tc.wantStart || h.GapLength != tc.wantLength {
+			t.Errorf("%s: gap at %v for %v, want at %v for %v", tc.name, h.GapStart, h.GapLength, tc.wantStart, tc.wantLength)
+		}
+	}
+	// the engine's predicted gap splits the silence: the pause from half
+	// to all of the expected one
+	for _, tc := range []struct {
+		predicted, wantLength time.Duration
+	}{
+		{ms(550), ms(550)}, // pause 130 ms: within [90, 180]
+		{ms(200), ms(500)}, // pause 480 ms: no more than the expected 180 ms
+		{ms(670), ms(590)}, // pause 10 ms: no less than half, 90 ms
+	} {
+		p := playout(ms(100))
+		p.Underruns = []pipeline.Underrun{{Start: ms(400), Duration: tc.predicted}}
+		h := &Heard{Silence: Silence{Start: ms(300), End: ms(980)}, Kind: Gap, Place: AtSentence, Offset: 6, Expected: ms(180)}
+		r.setGap(h, p, text, 0)
+		if h.GapLength != tc.wantLength || h.GapStart != h.End-tc.wantLength {
+			t.Errorf("predicted %v: gap at %v for %v, want %v ending at the silence's end", tc.predicted, h.GapStart, h.GapLength, tc.wantLength)
+		}
+	}
+}
