@@ -28,7 +28,8 @@ the token and ITL behind each underrun with the same classes and causes as
 analyze.
 
 The recording is a WAV file (PCM 8, 16, 24 or 32 bits, 32 or 64-bit float, G.711
-mu-law or A-law; any sample rate; mono, or several channels with --channel).
+mu-law or A-law), FLAC or MP3, told by its content; any sample rate; mono, or
+several channels with --channel (FLAC and MP3: one or two).
 Silence is found by level against the recording's own noise floor and speech
 level, so background noise and a change of gain move the threshold with them.
 
@@ -101,7 +102,7 @@ func newHeardCommand(e *env) *cobra.Command {
 	return c.cmd
 }
 
-// parseChannel turns --channel into tts.DecodeWAVChannel's channel.
+// parseChannel turns --channel into tts.DecodeRecording's channel.
 func parseChannel(s string) (int, error) {
 	switch s {
 	case "mix":
@@ -142,7 +143,7 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	audio, err := tts.DecodeWAVChannel(b, channel)
+	audio, err := tts.DecodeRecording(b, channel)
 	if err != nil {
 		return usagef("%s: %w", args[0], err)
 	}

@@ -433,3 +433,39 @@ func TestHeardAloneAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// heard reads FLAC and MP3 as it reads WAV: the fixture's 0.5 s silence
+// between two sentences is the one underrun in each, the FLAC's exactly
+// the WAV's (lossless), the MP3's as long within a frame.
+func TestHeardReadsFLACAndMP3(t *testing.T) {
+	t.Parallel()
+	gap := func(name string) (start, length float64) {
+		t.Helper()
+		code, out, errOut := runCLI(t, "", "heard", "-o", "json", "--channel", "right", filepath.Join("..", "..", "tts", "testdata", "recording", name))
+		if code != exitFail {
+			t.Fatalf("%s: exit %d, want 1 (an interruption): %s", name, code, errOut)
+		}
+		var got heardOut
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		var gaps []float64
+		for _, s := range got.Recording.Silences {
+			if s.Kind == "underrun" {
+				gaps = append(gaps, s.StartMs, s.LengthMs)
+			}
+		}
+		if len(gaps) != 2 {
+			t.Fatalf("%s: underruns at %v, want one", name, gaps)
+		}
+		return gaps[0], gaps[1]
+	}
+	ws, wl := gap("call.wav")
+	if fs, fl := gap("call.flac"); fs != ws || fl != wl {
+		t.Errorf("flac: silence at %.1f ms for %.1f ms, the WAV's at %.1f for %.1f", fs, fl, ws, wl)
+	}
+	// MP3's encoder delay shifts the audio; its length stays
+	if _, ml := gap("call.mp3"); math.Abs(ml-wl) > 30 {
+		t.Errorf("mp3: silence of %.1f ms, the WAV's %.1f", ml, wl)
+	}
+}
