@@ -181,6 +181,12 @@ func (t *queueTimer) Stop() bool {
 	}
 	heap.Remove(&c.q, t.index)
 	c.storeNext()
+	if len(c.q) == 0 && c.armed > 0 {
+		// the clock's goroutine waits for the call just stopped: wake it
+		// to end now, not at that call's time (an hour away, for a guard)
+		c.armed = max(time.Since(c.epoch), 1)
+		c.timer.Reset(0)
+	}
 	return true
 }
 

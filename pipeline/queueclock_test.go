@@ -227,3 +227,28 @@ func TestQueueClockReset(t *testing.T) {
 		t.Errorf("%d calls ran before their time", k)
 	}
 }
+
+// TestQueueClockStopEndsGoroutine: once its last pending call is stopped,
+// the clock's goroutine ends, though it was waiting for that call's time.
+func TestQueueClockStopEndsGoroutine(t *testing.T) {
+	t.Parallel()
+	c := NewQueueClock(nil)
+	tm := c.AfterFunc(time.Hour, func() { t.Error("a stopped call ran") })
+	waitFor(t, "the clock's goroutine to wait for the call", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.armed > 0
+	})
+	if !tm.Stop() {
+		t.Fatal("Stop of a pending call = false, want true")
+	}
+	waitFor(t, "the clock's goroutine to end", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.running
+	})
+	// the clock still works after: a new call starts a new goroutine
+	done := make(chan struct{})
+	c.AfterFunc(time.Millisecond, func() { close(done) })
+	<-done
+}
