@@ -283,6 +283,12 @@ func heardCase(t *testing.T, dir string, i int) heardRun {
 // returns the scores by condition.
 func evaluate(t *testing.T, n int) map[string]*score {
 	dir := t.TempDir()
+	if d := os.Getenv("UNDERRUN_HEARD_KEEP"); d != "" {
+		dir = d // the recordings kept, to run heard on by hand
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	runs := make([]heardRun, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 6) // speak runs in real time: several at once
@@ -340,7 +346,8 @@ func ratio(a, b int) float64 {
 // player counted (of 80 ms or more) is found, its start within 20 ms,
 // with the cause speak gave it, and no voice pause is an underrun. The default run
 // makes 6 recordings; UNDERRUN_HEARD_EVAL=30 (or more) makes the table
-// of the docs.
+// of the docs, and UNDERRUN_HEARD_KEEP=DIR keeps the recordings, their
+// records and the noisy copies in DIR.
 func TestHeardFindsSpeakGaps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speaks recordings in real time")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -97,6 +98,9 @@ type Turn struct {
 	// Base is where the turn's request (its time 0) lies in the
 	// recording; SpeechStart and SpeechEnd its first and last sound.
 	Base, SpeechStart, SpeechEnd time.Duration
+	// letter is the turn's sound time per letter of its spoken text: the
+	// recording's rate of speech
+	letter time.Duration
 }
 
 // Result is what Analyze found in a recording.
@@ -228,7 +232,11 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 			runs[k] = run{sound: s.Start - start - quiet, length: s.Length()}
 			quiet += s.Length()
 		}
-		place := align(runs, max(0, end-start-quiet), bs, art)
+		sound := max(0, end-start-quiet)
+		if n := letters(text); n > 0 {
+			res.Turns[len(res.Turns)-1].letter = sound / time.Duration(n)
+		}
+		place := align(runs, sound, bs, art)
 		for k, s := range own {
 			h := &Heard{Silence: s, Turn: pl.t.ID, Place: InWord, Offset: -1}
 			if j := place[k]; j >= 0 {
@@ -240,9 +248,22 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 			measured = append(measured, h)
 		}
 	}
-	res.measurePauses(measured, voice)
+	res.measurePauses(measured, voice, false)
 	for _, h := range measured {
 		res.classify(h)
+	}
+	// the pause between words measured again on the silences between
+	// words that are not gaps: gaps among them (most gaps of word
+	// chunking are) lengthen the lower quartile
+	for range 3 {
+		word := res.Pauses[AtWord]
+		res.measurePauses(measured, voice, true)
+		if res.Pauses[AtWord] == word {
+			break
+		}
+		for _, h := range measured {
+			res.classify(h)
+		}
 	}
 	idx := 0
 	for i, pl := range ps {
@@ -250,7 +271,7 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		for range all[i] {
 			h := measured[idx]
 			idx++
-			res.setGap(h, pl.p, pipeline.SpokenText(pl.t), res.Turns[i].Base)
+			res.setGap(h, pl.p, pipeline.SpokenText(pl.t), res.Turns[i].Base, stopOnset(h.After, res.Turns[i].letter))
 			if h.Kind == Gap {
 				u := explain(pl.p, pipeline.SpokenText(pl.t), h, res.Turns[i].Base)
 				h.Underrun = &u
@@ -304,7 +325,10 @@ func words(text string, off int) (before, after string) {
 // at twice the voice model's; else the sentence pause from the clause
 // pause in the model's ratio, the clause pause as long as the sentence
 // pause, or the voice model's.
-func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
+//
+// With pausesOnly, the silences between words already classified as gaps
+// are left out of the pause between words.
+func (r *Result) measurePauses(hs []*Heard, v tts.Voice, pausesOnly bool) {
 	model := map[Place]time.Duration{AtWord: 0, AtClause: v.CommaPause, AtSentence: v.SentencePause}
 	limit := map[Place]time.Duration{AtWord: maxWordPause, AtClause: 2 * v.CommaPause, AtSentence: 2 * v.SentencePause}
 	measured := map[Place]bool{}
@@ -312,6 +336,9 @@ func (r *Result) measurePauses(hs []*Heard, v tts.Voice) {
 	for place, m := range model {
 		var ls []time.Duration
 		for _, h := range hs {
+			if pausesOnly && place == AtWord && h.Kind == Gap {
+				continue
+			}
 			if h.Place == place || place == AtWord && h.Place == InWord {
 				ls = append(ls, h.Length())
 			}
@@ -366,8 +393,10 @@ func (r *Result) classify(h *Heard) {
 // before the silence (its text came in time), the voice paused first and
 // the gap follows, ending where the silence ends; when it came late (the
 // punctuation was the text the synthesizer waited for, or was held with
-// it), the gap comes first and the pause after it.
-func (r *Result) setGap(h *Heard, p *pipeline.Playout, text string, base time.Duration) {
+// it), the gap comes first and the pause after it. A gap after the pause
+// ends onset before the silence does: the quiet start of the word after
+// it (a voiceless stop's closure).
+func (r *Result) setGap(h *Heard, p *pipeline.Playout, text string, base, onset time.Duration) {
 	if h.Kind != Gap {
 		return
 	}
@@ -395,7 +424,49 @@ func (r *Result) setGap(h *Heard, p *pipeline.Playout, text string, base time.Du
 	}
 	if c := punctuationChunk(p, text, h.Offset); c >= 0 && base+p.Chunks[c].Ready > h.Start+h.Length()/2 {
 		h.GapStart = h.Start
+		return
 	}
+	h.GapStart = max(h.Start, h.GapStart-onset)
+}
+
+// stopShare is how long a voiceless stop's closure at a word's start
+// lasts, in the time the voice takes per letter: espeak-ng's "p", "t",
+// "ch" after a pause are 21-30 ms of silence at 44 ms a letter; a voice's
+// closures lengthen as it speaks slower.
+const stopShare = 0.6
+
+// stopOnset returns the quiet at the start of word: a voiceless stop's
+// closure (p, t but not th, k, q, c before a hard vowel or consonant, ch)
+// at letter time a letter, else none.
+func stopOnset(word string, letter time.Duration) time.Duration {
+	w := strings.ToLower(word)
+	if w == "" {
+		return 0
+	}
+	stop := false
+	switch w[0] {
+	case 'p', 'k', 'q':
+		stop = true
+	case 't':
+		stop = !strings.HasPrefix(w, "th")
+	case 'c':
+		stop = len(w) > 1 && !strings.ContainsRune("eiy", rune(w[1]))
+	}
+	if !stop {
+		return 0
+	}
+	return time.Duration(stopShare * float64(letter))
+}
+
+// letters counts the letters and digits of text.
+func letters(text string) int {
+	n := 0
+	for _, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // predictedIn returns the longest underrun of p that overlaps the

@@ -59,6 +59,27 @@ func TestDetectFindsSilencesInNoise(t *testing.T) {
 	}
 }
 
+// The noise after the last sound is no silence inside the speech, however
+// the recording's length falls on the detector's frames: a last frame of
+// a few samples of noise has a level as likely as not over the
+// threshold.
+func TestDetectEndsAtTheLastSound(t *testing.T) {
+	t.Parallel()
+	a := bursts(16000, 0.4, []float64{0.3}, -50, 0)
+	tail := bursts(16000, 0, []float64{0.2}, -50, 0).Samples // noise only
+	a.Samples = append(a.Samples, tail...)
+	n := int(DefaultFrame.Seconds() * 16000)
+	a.Samples = a.Samples[:len(a.Samples)/n*n+1]
+	a.Samples[len(a.Samples)-1] = float32(3 * math.Pow(10, -50.0/20)) // a noise sample of 3 sigma
+	got, lv := Detector{}.Detect(a)
+	if len(got) != 1 {
+		t.Fatalf("silences %+v, want the one between the bursts (levels %+v)", got, lv)
+	}
+	if d := lv.LastSound - 1100*time.Millisecond; absDur(d) > 5*time.Millisecond {
+		t.Errorf("last sound at %v, want 1.1s (the second burst's end)", lv.LastSound)
+	}
+}
+
 // Without a trace, a silence is an underrun when it is longer than the
 // voice's sentence pause by the margin.
 func TestAnalyzeAlone(t *testing.T) {
@@ -108,6 +129,22 @@ func TestBoundaries(t *testing.T) {
 	}
 }
 
+// A voiceless stop begins a word with its closure's silence; other sounds
+// do not.
+func TestStopOnset(t *testing.T) {
+	t.Parallel()
+	letter := 40 * time.Millisecond
+	for word, want := range map[string]time.Duration{
+		"password": 24 * time.Millisecond, "Twenty": 24 * time.Millisecond, "choose": 24 * time.Millisecond,
+		"closes": 24 * time.Millisecond, "key": 24 * time.Millisecond,
+		"the": 0, "three": 0, "city": 0, "cent": 0, "and": 0, "sunny": 0, "": 0, "c": 0,
+	} {
+		if got := stopOnset(word, letter); got != want {
+			t.Errorf("stopOnset(%q) = %v, want %v", word, got, want)
+		}
+	}
+}
+
 func absDur(d time.Duration) time.Duration {
 	if d < 0 {
 		return -d
@@ -137,15 +174,17 @@ func TestSetGapPlacesTheGapAroundThePause(t *testing.T) {
 		name       string
 		place      Place
 		punctReady time.Duration
+		onset      time.Duration
 		wantStart  time.Duration
 		wantLength time.Duration
 	}{
-		{"punctuation in time: pause, then the gap", AtSentence, ms(100), ms(480), ms(500)},
-		{"punctuation late: the gap, then the pause", AtSentence, ms(900), ms(300), ms(500)},
-		{"between words: after the word's quiet end", AtWord, ms(100), ms(315), ms(665)},
+		{"punctuation in time: pause, then the gap", AtSentence, ms(100), 0, ms(480), ms(500)},
+		{"punctuation in time, a stop after: pause, the gap, the closure", AtSentence, ms(100), ms(27), ms(453), ms(500)},
+		{"punctuation late: the gap, then the pause", AtSentence, ms(900), ms(27), ms(300), ms(500)},
+		{"between words: after the word's quiet end", AtWord, ms(100), ms(27), ms(315), ms(665)},
 	} {
 		h := &Heard{Silence: Silence{Start: ms(300), End: ms(980)}, Kind: Gap, Place: tc.place, Offset: 6, Expected: r.Pauses[tc.place]}
-		r.setGap(h, playout(tc.punctReady), text, 0)
+		r.setGap(h, playout(tc.punctReady), text, 0, tc.onset)
 		if h.GapStart != tc.wantStart || h.GapLength != tc.wantLength {
 			t.Errorf("%s: gap at %v for %v, want at %v for %v", tc.name, h.GapStart, h.GapLength, tc.wantStart, tc.wantLength)
 		}
@@ -162,7 +201,7 @@ func TestSetGapPlacesTheGapAroundThePause(t *testing.T) {
 		p := playout(ms(100))
 		p.Underruns = []pipeline.Underrun{{Start: ms(400), Duration: tc.predicted}}
 		h := &Heard{Silence: Silence{Start: ms(300), End: ms(980)}, Kind: Gap, Place: AtSentence, Offset: 6, Expected: ms(180)}
-		r.setGap(h, p, text, 0)
+		r.setGap(h, p, text, 0, 0)
 		if h.GapLength != tc.wantLength || h.GapStart != h.End-tc.wantLength {
 			t.Errorf("predicted %v: gap at %v for %v, want %v ending at the silence's end", tc.predicted, h.GapStart, h.GapLength, tc.wantLength)
 		}

@@ -84,12 +84,18 @@ func (d Detector) withDefaults() Detector {
 const floorDB = -120.0
 
 // frameLevels returns the level of each frame of a, in dBFS, and the
-// frame's length in samples.
+// frame's length in samples. A last frame shorter than the others is
+// left out (unless it is the only one): the level of a few samples of
+// noise is as likely as not over the threshold, which would make the
+// noise after the last word a silence inside the speech.
 func (d Detector) frameLevels(a tts.Audio) ([]float64, int) {
 	n := max(1, int(math.Round(d.Frame.Seconds()*float64(a.Rate))))
 	levels := make([]float64, 0, len(a.Samples)/n+1)
 	for i := 0; i < len(a.Samples); i += n {
 		end := min(len(a.Samples), i+n)
+		if end-i < n && i > 0 {
+			break
+		}
 		var sum float64
 		for _, v := range a.Samples[i:end] {
 			sum += float64(v) * float64(v)
