@@ -92,14 +92,9 @@ type captureCommand struct {
 
 func newCaptureCommand(e *env) *cobra.Command {
 	c := &captureCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "capture --url URL --model MODEL",
-		Short:   "Measure a live OpenAI-compatible server: stream requests, record every chunk, report",
-		Long:    captureLong,
-		Example: captureExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
-	}
+	c.cmd = newCommand("capture --url URL --model MODEL", "Measure a live OpenAI-compatible server: stream requests, record every chunk, report",
+		captureLong, captureExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := c.cmd.Flags()
 	fs.StringVar(&c.url, "url", "", "server URL: its root, its /v1, or the endpoint itself (required)")
 	fs.StringVar(&c.model, "model", "", "model name to request (required)")

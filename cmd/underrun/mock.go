@@ -80,14 +80,9 @@ type mockCommand struct {
 
 func newMockCommand(e *env) *cobra.Command {
 	c := &mockCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "mock",
-		Short:   "Serve an OpenAI-compatible API that streams the timing of a trace or scenario",
-		Long:    mockLong,
-		Example: mockExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
-	}
+	cmd := newCommand("mock", "Serve an OpenAI-compatible API that streams the timing of a trace or scenario",
+		mockLong, mockExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8000", "address to serve on (port 0: any free port)")
 	fs.StringVar(&c.traceArg, "trace", "", "stream the turns of this trace `FILE` (- for stdin)")

@@ -62,14 +62,9 @@ type proxyCommand struct {
 
 func newProxyCommand(e *env) *cobra.Command {
 	c := &proxyCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "proxy --upstream URL",
-		Short:   "Guard live traffic: a transparent proxy that plays every stream as it passes",
-		Long:    proxyLong,
-		Example: proxyExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
-	}
+	cmd := newCommand("proxy --upstream URL", "Guard live traffic: a transparent proxy that plays every stream as it passes",
+		proxyLong, proxyExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback by default)")
 	fs.StringVar(&c.upstream, "upstream", "", "the server to forward to, e.g. http://127.0.0.1:8000 (required)")

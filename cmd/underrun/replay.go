@@ -71,13 +71,9 @@ type replayCommand struct {
 
 func newReplayCommand(e *env) *cobra.Command {
 	c := &replayCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "replay [FILE...]",
-		Short:   "Play token traces in wall-clock time, printing underruns as they happen",
-		Long:    replayLong,
-		Example: replayExample,
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
-	}
+	c.cmd = newCommand("replay [FILE...]", "Play token traces in wall-clock time, printing underruns as they happen",
+		replayLong, replayExample, nil,
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())

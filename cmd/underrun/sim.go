@@ -72,14 +72,9 @@ type simCommand struct {
 
 func newSimCommand(e *env) *cobra.Command {
 	c := &simCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "sim FILE|NAME",
-		Short:   "Simulate a deployment scenario: report, Monte Carlo, sweeps, expectations",
-		Long:    simLong,
-		Example: simExample,
-		Args:    cobra.ExactArgs(1),
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) },
-	}
+	c.cmd = newCommand("sim FILE|NAME", "Simulate a deployment scenario: report, Monte Carlo, sweeps, expectations",
+		simLong, simExample, cobra.ExactArgs(1),
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	c.out.bind(fs)

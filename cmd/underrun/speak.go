@@ -104,13 +104,9 @@ type speakCommand struct {
 
 func newSpeakCommand(e *env) *cobra.Command {
 	c := &speakCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "speak [FILE...]",
-		Short:   "Run the voice pipeline for real: a real synthesizer and player, counting the silence heard",
-		Long:    speakLong,
-		Example: speakExample,
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
-	}
+	c.cmd = newCommand("speak [FILE...]", "Run the voice pipeline for real: a real synthesizer and player, counting the silence heard",
+		speakLong, speakExample, nil,
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
 	fs.StringVar(&c.url, "url", "", "take tokens from this OpenAI-compatible server (its root, its /v1, or the endpoint)")
 	fs.StringVar(&c.model, "model", "", "model to request from --url")

@@ -77,14 +77,9 @@ type voiceCalibrateCommand struct {
 
 func newVoiceCalibrateCommand(e *env) *cobra.Command {
 	c := &voiceCalibrateCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "calibrate",
-		Short:   "Measure a speech engine and write its voice profile",
-		Long:    fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)),
-		Example: voiceCalibrateExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
-	}
+	cmd := newCommand("calibrate", "Measure a speech engine and write its voice profile",
+		fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)), voiceCalibrateExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.engine, "engine", tts.EngineEspeak, "engine to measure: espeak-ng")
 	fs.StringVarP(&c.out, "output", "o", "", "write the profile to `FILE` (default: standard output)")
