@@ -233,11 +233,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if err := load.Validate(); err != nil {
 		return usageError{err}
 	}
-	cfg, err := c.engine.config()
-	if err != nil {
-		return err
-	}
-	s, err := c.out.begin(c.env, cfg)
+	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err
 	}

@@ -96,11 +96,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	if err != nil {
 		return usagef("--upstream: %w", err)
 	}
-	cfg, err := c.engine.config()
-	if err != nil {
-		return err
-	}
-	s, err := c.out.begin(c.env, cfg)
+	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err
 	}
@@ -108,7 +104,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	// again, silently, exactly as analyze would
 	events := s.log
 	s.log = zerolog.Nop()
-	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn})
+	g, err := pipeline.NewGuard(s.cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn})
 	if err != nil {
 		s.abort()
 		return usageError{err}

@@ -120,11 +120,7 @@ func (c *replayCommand) run(cmd *cobra.Command, args []string) error {
 		})
 		return feedMonitor(cmd.Context(), c.env, next, c.to, c.token, "replay")
 	}
-	cfg, err := c.engine.config()
-	if err != nil {
-		return err
-	}
-	s, err := c.out.begin(c.env, cfg)
+	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err
 	}
