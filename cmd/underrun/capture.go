@@ -17,7 +17,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func init() { commands = append(commands, newCaptureCommand) }
@@ -134,61 +133,6 @@ func bindReportFlagsRenamed(fs *pflag.FlagSet, f *reportFlags, rename map[string
 		}
 		fs.AddFlag(fl)
 	})
-}
-
-// recordings are the files capture and proxy record streams to as they
-// pass: -o the native trace, --sse the raw SSE capture.
-type recordings struct {
-	trace   *trace.Writer        // nil without -o
-	capture *trace.CaptureWriter // nil without --sse
-	files   []*os.File
-}
-
-// createRecordings opens the files named ("" for none) as recordings (a
-// non-empty file is refused unless replace, --force, is set), their headers
-// naming source. On an error, none is left open.
-func createRecordings(traceFile, sseFile, source string, replace bool) (*recordings, error) {
-	r := &recordings{}
-	if traceFile != "" {
-		f, err := openRecording("-o", traceFile, replace)
-		if err != nil {
-			return nil, err
-		}
-		r.files = append(r.files, f)
-		r.trace = trace.NewWriter(f, source)
-	}
-	if sseFile != "" {
-		f, err := openRecording("--sse", sseFile, replace)
-		if err != nil {
-			r.close()
-			return nil, err
-		}
-		r.files = append(r.files, f)
-		r.capture = trace.NewCaptureWriter(f, source)
-	}
-	return r, nil
-}
-
-// traceWriter returns the trace for concurrent streams to record to, or
-// nil without -o.
-func (r *recordings) traceWriter() openai.TraceWriter {
-	if r.trace == nil {
-		return nil
-	}
-	return openai.SyncTrace(r.trace)
-}
-
-// close closes the files and returns the first error; closing again does
-// nothing.
-func (r *recordings) close() error {
-	var first error
-	for _, f := range r.files {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	r.files = nil
-	return first
 }
 
 // deadHost is how many requests in a row, before any got a response,
@@ -433,22 +377,4 @@ func (b *barWriter) Close() error {
 	defer b.mu.Unlock()
 	b.closed = true
 	return nil
-}
-
-// loadPrompts reads the --prompts file, or returns the built-in prompts
-// when path is empty.
-func loadPrompts(path string) ([]openai.Prompt, error) {
-	if path == "" {
-		return openai.DefaultPrompts, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usagef("--prompts: %w", err)
-	}
-	defer f.Close()
-	prompts, err := openai.ReadPrompts(f, path)
-	if err != nil {
-		return nil, usagef("--prompts: %w", err)
-	}
-	return prompts, nil
 }
