@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
@@ -117,18 +116,15 @@ func (c *mockCommand) loadTurns(ctx context.Context) ([]*pipeline.Turn, string, 
 		}
 		label := in.label
 		var turns []*pipeline.Turn
-		for {
-			t, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, "", usageError{err}
-			}
+		err = in.each(ctx, dec, func(t *pipeline.Turn) error {
 			if err := t.Validate(); err != nil {
-				return nil, "", usageError{fmt.Errorf("%s: %w", label, err)}
+				return usageError{fmt.Errorf("%s: %w", label, err)}
 			}
 			turns = append(turns, t)
+			return nil
+		})
+		if err != nil {
+			return nil, "", err
 		}
 		if len(turns) == 0 {
 			return nil, "", usagef("--trace %s: no turns to stream", label)

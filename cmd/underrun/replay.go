@@ -166,22 +166,17 @@ func (c *replayCommand) readFile(ctx context.Context, turns []*pipeline.Turn, na
 		return nil, err
 	}
 	defer in.Close()
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return turns, nil
-		}
-		if err != nil {
-			return nil, usageError{err}
-		}
+	err = in.each(ctx, dec, func(t *pipeline.Turn) error {
 		if err := t.Validate(); err != nil {
-			return nil, usageError{fmt.Errorf("%s: %w", in.label, err)}
+			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
 		turns = append(turns, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return turns, nil
 }
 
 // replayRun is one replay: the guard's events go to the live output, the
