@@ -51,13 +51,9 @@ type analyzeCommand struct {
 
 func newAnalyzeCommand(e *env) *analyzeCommand {
 	a := &analyzeCommand{env: e}
-	a.cmd = &cobra.Command{
-		Use:     "analyze [FILE...]",
-		Short:   "Find the underruns in recorded token traces",
-		Long:    analyzeLong,
-		Example: analyzeExample,
-		RunE:    func(cmd *cobra.Command, args []string) error { return a.run(cmd, args) },
-	}
+	a.cmd = newCommand("analyze [FILE...]", "Find the underruns in recorded token traces",
+		analyzeLong, analyzeExample, nil,
+		func(cmd *cobra.Command, args []string) error { return a.run(cmd, args) })
 	fs := a.cmd.Flags()
 	a.engine.bind(fs)
 	a.out.bind(fs)

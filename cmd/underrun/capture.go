@@ -17,7 +17,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/rxstamp"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func init() { commands = append(commands, newCaptureCommand) }
@@ -92,14 +91,9 @@ type captureCommand struct {
 
 func newCaptureCommand(e *env) *cobra.Command {
 	c := &captureCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "capture --url URL --model MODEL",
-		Short:   "Measure a live OpenAI-compatible server: stream requests, record every chunk, report",
-		Long:    captureLong,
-		Example: captureExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
-	}
+	c.cmd = newCommand("capture --url URL --model MODEL", "Measure a live OpenAI-compatible server: stream requests, record every chunk, report",
+		captureLong, captureExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := c.cmd.Flags()
 	fs.StringVar(&c.url, "url", "", "server URL: its root, its /v1, or the endpoint itself (required)")
 	fs.StringVar(&c.model, "model", "", "model name to request (required)")
@@ -139,61 +133,6 @@ func bindReportFlagsRenamed(fs *pflag.FlagSet, f *reportFlags, rename map[string
 		}
 		fs.AddFlag(fl)
 	})
-}
-
-// recordings are the files capture and proxy record streams to as they
-// pass: -o the native trace, --sse the raw SSE capture.
-type recordings struct {
-	trace   *trace.Writer        // nil without -o
-	capture *trace.CaptureWriter // nil without --sse
-	files   []*os.File
-}
-
-// createRecordings opens the files named ("" for none) as recordings (a
-// non-empty file is refused unless replace, --force, is set), their headers
-// naming source. On an error, none is left open.
-func createRecordings(traceFile, sseFile, source string, replace bool) (*recordings, error) {
-	r := &recordings{}
-	if traceFile != "" {
-		f, err := openRecording("-o", traceFile, replace)
-		if err != nil {
-			return nil, err
-		}
-		r.files = append(r.files, f)
-		r.trace = trace.NewWriter(f, source)
-	}
-	if sseFile != "" {
-		f, err := openRecording("--sse", sseFile, replace)
-		if err != nil {
-			r.close()
-			return nil, err
-		}
-		r.files = append(r.files, f)
-		r.capture = trace.NewCaptureWriter(f, source)
-	}
-	return r, nil
-}
-
-// traceWriter returns the trace for concurrent streams to record to, or
-// nil without -o.
-func (r *recordings) traceWriter() openai.TraceWriter {
-	if r.trace == nil {
-		return nil
-	}
-	return openai.SyncTrace(r.trace)
-}
-
-// close closes the files and returns the first error; closing again does
-// nothing.
-func (r *recordings) close() error {
-	var first error
-	for _, f := range r.files {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	r.files = nil
-	return first
 }
 
 // deadHost is how many requests in a row, before any got a response,
@@ -238,11 +177,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if err := load.Validate(); err != nil {
 		return usageError{err}
 	}
-	cfg, err := c.engine.config()
-	if err != nil {
-		return err
-	}
-	s, err := c.out.begin(c.env, cfg)
+	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err
 	}
@@ -442,22 +377,4 @@ func (b *barWriter) Close() error {
 	defer b.mu.Unlock()
 	b.closed = true
 	return nil
-}
-
-// loadPrompts reads the --prompts file, or returns the built-in prompts
-// when path is empty.
-func loadPrompts(path string) ([]openai.Prompt, error) {
-	if path == "" {
-		return openai.DefaultPrompts, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usagef("--prompts: %w", err)
-	}
-	defer f.Close()
-	prompts, err := openai.ReadPrompts(f, path)
-	if err != nil {
-		return nil, usagef("--prompts: %w", err)
-	}
-	return prompts, nil
 }

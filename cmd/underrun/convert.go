@@ -49,13 +49,9 @@ func newConvertCommand(e *env) *cobra.Command {
 	for _, f := range trace.Formats {
 		formats += fmt.Sprintf("  %-11s %s\n", f.Name, f.Describe)
 	}
-	cmd := &cobra.Command{
-		Use:     "convert [FILE...]",
-		Short:   "Write any supported trace or benchmark file as a native trace",
-		Long:    fmt.Sprintf(convertLong, formats),
-		Example: convertExample,
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
-	}
+	cmd := newCommand("convert [FILE...]", "Write any supported trace or benchmark file as a native trace",
+		fmt.Sprintf(convertLong, formats), convertExample, nil,
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
 	fs.StringVarP(&c.out, "output", "o", "-", "write the native trace to `FILE` (- for standard output)")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -152,4 +153,34 @@ func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
 		}
 	}
 	return nil
+}
+
+// ttsFlags are the --tts-url family: an OpenAI-compatible /v1/audio/speech
+// server to synthesize with, shared by speak and voice calibrate.
+type ttsFlags struct {
+	url, model, voice, format, keyEnv string
+	rate                              int
+}
+
+// bind registers the family; urlUsage says what --tts-url does in the command.
+func (f *ttsFlags) bind(fs *pflag.FlagSet, urlUsage string) {
+	fs.StringVar(&f.url, "tts-url", "", urlUsage)
+	fs.StringVar(&f.model, "tts-model", openai.DefaultSpeechModel, "model of --tts-url")
+	fs.StringVar(&f.voice, "tts-voice", openai.DefaultSpeechVoice, "voice of --tts-url")
+	fs.StringVar(&f.format, "tts-format", openai.DefaultSpeechFormat, "response_format of --tts-url: pcm or wav")
+	fs.IntVar(&f.rate, "tts-rate", openai.DefaultSpeechRate, "sample rate of --tts-format pcm")
+	fs.StringVar(&f.keyEnv, "tts-api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --tts-url")
+}
+
+// speech checks --tts-url and the API key variable and returns the client the
+// flags describe, or a usage error naming the flag.
+func (f *ttsFlags) speech(fs *pflag.FlagSet) (*openai.Speech, error) {
+	if _, err := openai.SpeechEndpoint(f.url); err != nil {
+		return nil, usagef("--tts-url: %w", err)
+	}
+	key := os.Getenv(f.keyEnv)
+	if key == "" && fs.Changed("tts-api-key-env") {
+		return nil, usagef("--tts-api-key-env: the environment variable %s is not set", f.keyEnv)
+	}
+	return &openai.Speech{BaseURL: f.url, APIKey: key, Model: f.model, Voice: f.voice, Format: f.format, Rate: f.rate}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
@@ -261,4 +262,22 @@ func (in *input) each(ctx context.Context, dec trace.Decoder, fn func(*pipeline.
 		in.turns++
 		in.tick()
 	}
+}
+
+// loadPrompts reads the --prompts file, or returns the built-in prompts
+// when path is empty.
+func loadPrompts(path string) ([]openai.Prompt, error) {
+	if path == "" {
+		return openai.DefaultPrompts, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--prompts: %w", err)
+	}
+	defer f.Close()
+	prompts, err := openai.ReadPrompts(f, path)
+	if err != nil {
+		return nil, usagef("--prompts: %w", err)
+	}
+	return prompts, nil
 }

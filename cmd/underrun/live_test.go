@@ -308,10 +308,7 @@ func TestCaptureInterrupted(t *testing.T) {
 
 func TestLiveCommandsUsage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		args []string
-		has  string
-	}{
+	tests := []usageCase{
 		{[]string{"capture", "--model", "m"}, "--url and --model"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--api", "images"}, "--api"},
 		{[]string{"capture", "--url", "127.0.0.1:1", "--model", "m"}, "--url"},
@@ -328,12 +325,7 @@ func TestLiveCommandsUsage(t *testing.T) {
 		{[]string{"mock", "--trace", "/nonexistent"}, "--trace"},
 		{[]string{"mock", "--scenario", "no-such-scenario"}, "no-such-scenario"},
 	}
-	for _, tt := range tests {
-		code, _, errOut := runCLI(t, "", tt.args...)
-		if code != exitUsage || !strings.Contains(errOut, tt.has) {
-			t.Errorf("%v: exit %d, %q; want %d mentioning %q", tt.args, code, errOut, exitUsage, tt.has)
-		}
-	}
+	checkUsage(t, tests)
 }
 
 func TestMockTurnsFromScenario(t *testing.T) {

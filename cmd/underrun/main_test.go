@@ -212,3 +212,22 @@ func TestDefaultRunExplainsExit1(t *testing.T) {
 		t.Error("analyze of a user's file says its failure is by design")
 	}
 }
+
+// usageCase is a command line that must be refused as a usage error whose
+// message mentions has.
+type usageCase struct {
+	args []string
+	has  string
+}
+
+// checkUsage runs each case and checks it exits with exitUsage, naming has
+// on standard error.
+func checkUsage(t *testing.T, cases []usageCase) {
+	t.Helper()
+	for _, tc := range cases {
+		code, _, errOut := runCLI(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.has) {
+			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut, exitUsage, tc.has)
+		}
+	}
+}

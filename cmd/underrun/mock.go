@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
@@ -80,14 +79,9 @@ type mockCommand struct {
 
 func newMockCommand(e *env) *cobra.Command {
 	c := &mockCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "mock",
-		Short:   "Serve an OpenAI-compatible API that streams the timing of a trace or scenario",
-		Long:    mockLong,
-		Example: mockExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
-	}
+	cmd := newCommand("mock", "Serve an OpenAI-compatible API that streams the timing of a trace or scenario",
+		mockLong, mockExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8000", "address to serve on (port 0: any free port)")
 	fs.StringVar(&c.traceArg, "trace", "", "stream the turns of this trace `FILE` (- for stdin)")
@@ -122,18 +116,15 @@ func (c *mockCommand) loadTurns(ctx context.Context) ([]*pipeline.Turn, string, 
 		}
 		label := in.label
 		var turns []*pipeline.Turn
-		for {
-			t, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, "", usageError{err}
-			}
+		err = in.each(ctx, dec, func(t *pipeline.Turn) error {
 			if err := t.Validate(); err != nil {
-				return nil, "", usageError{fmt.Errorf("%s: %w", label, err)}
+				return usageError{fmt.Errorf("%s: %w", label, err)}
 			}
 			turns = append(turns, t)
+			return nil
+		})
+		if err != nil {
+			return nil, "", err
 		}
 		if len(turns) == 0 {
 			return nil, "", usagef("--trace %s: no turns to stream", label)

@@ -104,14 +104,9 @@ const defaultGCMemory = 512
 
 func newMonitorCommand(e *env) *cobra.Command {
 	c := &monitorCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "monitor",
-		Short:   "Watch live voice sessions: websocket ingest, live page, Prometheus metrics",
-		Long:    monitorLong,
-		Example: monitorExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
-	}
+	cmd := newCommand("monitor", "Watch live voice sessions: websocket ingest, live page, Prometheus metrics",
+		monitorLong, monitorExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringArrayVar(&c.listen, "listen", []string{defaultMonitorListen}, "`HOST:PORT` to listen on, or unix:PATH for a Unix socket (repeatable: one monitor on each); anything but loopback or a socket needs --token")

@@ -84,13 +84,9 @@ const monitorLoadExample = `  underrun monitor load                             
 func newMonitorLoadCommand(e *env) *cobra.Command {
 	opts := loadgen.Options{}
 	var lf loadFlags
-	cmd := &cobra.Command{
-		Use:     "load",
-		Short:   "Drive a monitor (and an echo server, the ceiling) with many live sessions",
-		Long:    monitorLoadLong,
-		Example: monitorLoadExample,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	cmd := newCommand("load", "Drive a monitor (and an echo server, the ceiling) with many live sessions",
+		monitorLoadLong, monitorLoadExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error {
 			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
 				return usagef("--sessions, --rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
 			}
@@ -104,8 +100,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 				return usagef("--record is for the monitor monitor load starts in a process of its own (not with --in-process or --to)")
 			}
 			return runLoad(cmd.Context(), e, opts, lf)
-		},
-	}
+		})
 	fs := cmd.Flags()
 	fs.StringVar(&opts.URL, "to", "", "drive this running monitor (`URL`) instead of starting one")
 	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (with --to)")

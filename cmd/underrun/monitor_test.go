@@ -83,14 +83,7 @@ func TestMonitorFeedRecord(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	orig, rec, events := filepath.Join(dir, "orig.jsonl"), filepath.Join(dir, "rec.jsonl"), filepath.Join(dir, "events.jsonl")
-	ms := time.Millisecond
-	mk := func(id, session string) *pipeline.Turn {
-		return &pipeline.Turn{ID: id, Session: session, Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
-			{At: 30 * ms, Text: "One", Tokens: 1}, {At: 60 * ms, Text: " two", Tokens: 1},
-			{At: 400 * ms, Text: " three", Tokens: 1}, {At: 420 * ms, Text: " four.", Tokens: 1},
-		}}
-	}
-	writeTrace(t, orig, mk("t1", "kitchen"), mk("t2", "car"))
+	writeTrace(t, orig, fourWordTurn("t1", "kitchen"), fourWordTurn("t2", "car"))
 	model := []string{"--chunking", "token", "--token-audio", "80ms", "--tts-latency", "0", "--rtf", "0"}
 	srv := startServer(t, append([]string{"monitor", "--listen", "127.0.0.1:0", "--record", rec, "--events", events}, model...)...)
 	code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", srv.url)
@@ -134,10 +127,7 @@ func TestMonitorFeedRecord(t *testing.T) {
 
 func TestMonitorUsage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		args []string
-		want string
-	}{
+	tests := []usageCase{
 		{[]string{"monitor", "--listen", "0.0.0.0:0"}, "not a loopback address"},
 		{[]string{"monitor", "--listen", "nonsense"}, "--listen"},
 		{[]string{"monitor", "--rate", "0"}, "must be positive"},
@@ -148,12 +138,7 @@ func TestMonitorUsage(t *testing.T) {
 		{[]string{"monitor", "load", "--network", "udp"}, `--network "udp": want unix or tcp`},
 		{[]string{"monitor", "load", "--priority", "high"}, `--priority "high": want auto, realtime or normal`},
 	}
-	for _, tc := range tests {
-		code, _, errOut := runCLI(t, "", tc.args...)
-		if code != exitUsage || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, errOut, tc.want)
-		}
-	}
+	checkUsage(t, tests)
 }
 
 func TestMonitorLoadSmall(t *testing.T) {
@@ -318,4 +303,14 @@ func TestMonitorListensOnTwo(t *testing.T) {
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket is still there after the monitor stopped: %v", err)
 	}
+}
+
+// fourWordTurn is a turn of four one-token words whose third comes 340 ms
+// after the second: a stall the monitor tests feed.
+func fourWordTurn(id, session string) *pipeline.Turn {
+	ms := time.Millisecond
+	return &pipeline.Turn{ID: id, Session: session, Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+		{At: 30 * ms, Text: "One", Tokens: 1}, {At: 60 * ms, Text: " two", Tokens: 1},
+		{At: 400 * ms, Text: " three", Tokens: 1}, {At: 420 * ms, Text: " four.", Tokens: 1},
+	}}
 }

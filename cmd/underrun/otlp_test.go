@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/otlp"
@@ -126,14 +125,7 @@ func TestMonitorOTLP(t *testing.T) {
 	t.Parallel()
 	rcv := otlptest.NewReceiver(t)
 	orig := filepath.Join(t.TempDir(), "orig.jsonl")
-	ms := time.Millisecond
-	mk := func(id, session string) *pipeline.Turn {
-		return &pipeline.Turn{ID: id, Session: session, Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
-			{At: 30 * ms, Text: "One", Tokens: 1}, {At: 60 * ms, Text: " two", Tokens: 1},
-			{At: 400 * ms, Text: " three", Tokens: 1}, {At: 420 * ms, Text: " four.", Tokens: 1},
-		}}
-	}
-	writeTrace(t, orig, mk("t1", "kitchen"), mk("t2", "car"))
+	writeTrace(t, orig, fourWordTurn("t1", "kitchen"), fourWordTurn("t2", "car"))
 	srv := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--otlp", rcv.URL,
 		"--chunking", "token", "--token-audio", "80ms", "--tts-latency", "0", "--rtf", "0")
 	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", srv.url); code != exitOK {

@@ -75,19 +75,15 @@ type plotCommand struct {
 
 func newPlotCommand(e *env) *plotCommand {
 	c := &plotCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "plot FILE|default -o OUT.html|OUT.svg|OUT.png",
-		Short:   "Draw timelines, the ITL tail and the fleet view as HTML, SVG or PNG",
-		Long:    plotLong,
-		Example: plotExample,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("plot takes one input (a trace file, - for stdin, or default), got %d", len(args))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) },
+	oneInput := func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usagef("plot takes one input (a trace file, - for stdin, or default), got %d", len(args))
+		}
+		return nil
 	}
+	c.cmd = newCommand("plot FILE|default -o OUT.html|OUT.svg|OUT.png", "Draw timelines, the ITL tail and the fleet view as HTML, SVG or PNG",
+		plotLong, plotExample, oneInput,
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringVarP(&c.out, "output", "o", "", "write the plot to `FILE` (.html, .svg or .png)")

@@ -62,14 +62,9 @@ type proxyCommand struct {
 
 func newProxyCommand(e *env) *cobra.Command {
 	c := &proxyCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "proxy --upstream URL",
-		Short:   "Guard live traffic: a transparent proxy that plays every stream as it passes",
-		Long:    proxyLong,
-		Example: proxyExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
-	}
+	cmd := newCommand("proxy --upstream URL", "Guard live traffic: a transparent proxy that plays every stream as it passes",
+		proxyLong, proxyExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback by default)")
 	fs.StringVar(&c.upstream, "upstream", "", "the server to forward to, e.g. http://127.0.0.1:8000 (required)")
@@ -101,11 +96,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	if err != nil {
 		return usagef("--upstream: %w", err)
 	}
-	cfg, err := c.engine.config()
-	if err != nil {
-		return err
-	}
-	s, err := c.out.begin(c.env, cfg)
+	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err
 	}
@@ -113,7 +104,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	// again, silently, exactly as analyze would
 	events := s.log
 	s.log = zerolog.Nop()
-	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn})
+	g, err := pipeline.NewGuard(s.cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn})
 	if err != nil {
 		s.abort()
 		return usageError{err}

@@ -71,13 +71,9 @@ type replayCommand struct {
 
 func newReplayCommand(e *env) *cobra.Command {
 	c := &replayCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "replay [FILE...]",
-		Short:   "Play token traces in wall-clock time, printing underruns as they happen",
-		Long:    replayLong,
-		Example: replayExample,
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
-	}
+	c.cmd = newCommand("replay [FILE...]", "Play token traces in wall-clock time, printing underruns as they happen",
+		replayLong, replayExample, nil,
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
@@ -124,11 +120,7 @@ func (c *replayCommand) run(cmd *cobra.Command, args []string) error {
 		})
 		return feedMonitor(cmd.Context(), c.env, next, c.to, c.token, "replay")
 	}
-	cfg, err := c.engine.config()
-	if err != nil {
-		return err
-	}
-	s, err := c.out.begin(c.env, cfg)
+	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err
 	}
@@ -174,22 +166,17 @@ func (c *replayCommand) readFile(ctx context.Context, turns []*pipeline.Turn, na
 		return nil, err
 	}
 	defer in.Close()
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return turns, nil
-		}
-		if err != nil {
-			return nil, usageError{err}
-		}
+	err = in.each(ctx, dec, func(t *pipeline.Turn) error {
 		if err := t.Validate(); err != nil {
-			return nil, usageError{fmt.Errorf("%s: %w", in.label, err)}
+			return usageError{fmt.Errorf("%s: %w", in.label, err)}
 		}
 		turns = append(turns, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return turns, nil
 }
 
 // replayRun is one replay: the guard's events go to the live output, the

@@ -68,27 +68,16 @@ func TestReplayMatchesAnalyze(t *testing.T) {
 func TestReplayUsage(t *testing.T) {
 	t.Parallel()
 	path := defaultTrace(t)
-	cases := []struct {
-		args []string
-		want string
-	}{
+	cases := []usageCase{
 		{[]string{"replay", "--speed", "0", path}, "--speed"},
 		{[]string{"replay", "--warn", "-1s", path}, "--warn"},
 		{[]string{"replay", "/nonexistent/trace.jsonl"}, "no such file"},
 		{[]string{"replay", "--audio-engine", "synthetic", path}, "--audio-engine needs"},
 	}
 	if openSpeaker == nil {
-		cases = append(cases, struct {
-			args []string
-			want string
-		}{[]string{"replay", "--play", path}, "-tags speaker"})
+		cases = append(cases, usageCase{[]string{"replay", "--play", path}, "-tags speaker"})
 	}
-	for _, tc := range cases {
-		code, _, errOut := runCLI(t, "", tc.args...)
-		if code != exitUsage || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut, exitUsage, tc.want)
-		}
-	}
+	checkUsage(t, cases)
 	code, _, errOut := runCLI(t, "", "replay")
 	if code != exitUsage {
 		t.Errorf("replay of empty stdin: exit %d (%s)", code, errOut)
@@ -135,21 +124,13 @@ func TestWavSink(t *testing.T) {
 	if string(a) != string(b) {
 		t.Error("replay --wav and analyze --wav wrote different audio")
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"analyze", "--mark-gaps", path}, "--mark-gaps needs --wav"},
 		{[]string{"analyze", "--turn", "x", path}, "--turn needs --wav"},
 		{[]string{"analyze", "--wav", filepath.Join(dir, "x.wav"), "--turn", "nope", "--audio-engine", "synthetic", path}, `no turn "nope"`},
 		{[]string{"analyze", "--wav", filepath.Join(dir, "y.wav"), "--audio-engine", "festival", path}, "unknown engine"},
 		{[]string{"analyze", "--wav", filepath.Join(dir, "no-such-dir", "z.wav"), "--audio-engine", "synthetic", path}, "--wav"},
-	} {
-		code, _, errOut := runCLI(t, "", tc.args...)
-		if code != exitUsage || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut, exitUsage, tc.want)
-		}
-	}
+	})
 }
 
 func TestWavEspeak(t *testing.T) {

@@ -131,6 +131,16 @@ type session struct {
 	writeReport func(w io.Writer, r *pipeline.Report, json bool) error
 }
 
+// beginEngine starts a session with the engine configuration the speech
+// flags build; the session's cfg holds it.
+func (f *reportFlags) beginEngine(e *env, engine *engineFlags) (*session, error) {
+	cfg, err := engine.config()
+	if err != nil {
+		return nil, err
+	}
+	return f.begin(e, cfg)
+}
+
 func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	if f.output != "text" && f.output != "json" {
 		return nil, usagef("--output: want text or json, got %q", f.output)

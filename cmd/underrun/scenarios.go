@@ -25,13 +25,9 @@ const scenariosExample = `  underrun scenarios
 func newScenariosCommand(e *env) *cobra.Command {
 	var output string
 	var metrics bool
-	cmd := &cobra.Command{
-		Use:     "scenarios [NAME]",
-		Short:   "List the built-in simulation scenarios, or print one",
-		Long:    scenariosLong,
-		Example: scenariosExample,
-		Args:    cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := newCommand("scenarios [NAME]", "List the built-in simulation scenarios, or print one",
+		scenariosLong, scenariosExample, cobra.MaximumNArgs(1),
+		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usagef("--output: want text or json, got %q", output)
 			}
@@ -81,8 +77,7 @@ func newScenariosCommand(e *env) *cobra.Command {
 			tw.Flush()
 			_, err = fmt.Fprint(e.stdout, b.String())
 			return err
-		},
-	}
+		})
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "list the metrics a scenario's expect section may name")
 	return cmd

@@ -72,14 +72,9 @@ type simCommand struct {
 
 func newSimCommand(e *env) *cobra.Command {
 	c := &simCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "sim FILE|NAME",
-		Short:   "Simulate a deployment scenario: report, Monte Carlo, sweeps, expectations",
-		Long:    simLong,
-		Example: simExample,
-		Args:    cobra.ExactArgs(1),
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) },
-	}
+	c.cmd = newCommand("sim FILE|NAME", "Simulate a deployment scenario: report, Monte Carlo, sweeps, expectations",
+		simLong, simExample, cobra.ExactArgs(1),
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	c.out.bind(fs)
@@ -226,7 +221,7 @@ func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) erro
 func describeScenario(w io.Writer, s *scenarios.Scenario) {
 	fmt.Fprintf(w, "scenario %s (%s): %s\n", s.Name, s.Source, s.Doc)
 	fmt.Fprintf(w, "generator: %s\n", s.Setup.Gen.String())
-	if a := rooflineAccuracy(s); a != nil {
+	if a := s.RooflineAccuracy(); a != nil {
 		fmt.Fprintf(w, "the decode timing is a model, not a measurement: against %d published measurements it predicted %.2f-%.2fx the measured TPOT (80%% of points; median %.2fx, %.0f%% within 20%%, worst %.2fx-%.2fx; every point is in cmd/underrun/docs/simulate.md)\n",
 			a.Points, a.P10, a.P90, a.Median, 100*a.Within20, a.Low, a.High)
 	}
@@ -302,97 +297,9 @@ func writeMonteCarlo(b *strings.Builder, r *sim.Result) {
 	}
 }
 
-// simJSON is the JSON form of a sim run; its keys are stable.
-type simJSON struct {
-	Scenario     scenarioJSON    `json:"scenario"`
-	Report       json.RawMessage `json:"report,omitempty"`
-	MonteCarlo   *sim.Result     `json:"monte_carlo,omitempty"`
-	Expectations []checkJSON     `json:"expectations"`
-	Verdict      string          `json:"verdict"`
-	Sweep        []sweepJSON     `json:"sweep,omitempty"`
-	Answers      []answerJSON    `json:"answers,omitempty"`
-}
-
-type scenarioJSON struct {
-	Name       string `json:"name"`
-	Doc        string `json:"doc"`
-	Source     string `json:"source"`
-	Generator  string `json:"generator"`
-	Seed       uint64 `json:"seed"`
-	Turns      int    `json:"turns"`
-	MonteCarlo int    `json:"monte_carlo"`
-	// RooflineAccuracy is the decode model's measured error band, for
-	// roofline generators.
-	RooflineAccuracy *sim.Accuracy `json:"roofline_accuracy,omitempty"`
-}
-
-// rooflineAccuracy returns the roofline model's measured error band when
-// the scenario's timing is a roofline (nil otherwise).
-func rooflineAccuracy(s *scenarios.Scenario) *sim.Accuracy {
-	if _, ok := s.Setup.Gen.Timing.(sim.Roofline); !ok {
-		return nil
-	}
-	a, err := sim.RooflineAccuracy()
-	if err != nil {
-		return nil // the embedded table is tested; never in a release
-	}
-	return &a
-}
-
-type checkJSON struct {
-	Metric string   `json:"metric"`
-	Op     string   `json:"op"`
-	Want   float64  `json:"want"`
-	Got    *float64 `json:"got"`
-	Pass   bool     `json:"pass"`
-	Line   int      `json:"line,omitempty"`
-}
-
-type sweepJSON struct {
-	Value  float64     `json:"value"`
-	Label  string      `json:"label"`
-	Result *sim.Result `json:"result"`
-}
-
-type answerJSON struct {
-	Param   string  `json:"param"`
-	Found   bool    `json:"found"`
-	AtBound bool    `json:"at_bound"`
-	Limit   string  `json:"limit,omitempty"`
-	Value   float64 `json:"value"`
-	Label   string  `json:"label"`
-	Goodput float64 `json:"speech_goodput"`
-	Target  float64 `json:"target"`
-	Text    string  `json:"text"`
-}
-
-func newScenarioJSON(s *scenarios.Scenario) scenarioJSON {
-	return scenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
-		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo, RooflineAccuracy: rooflineAccuracy(s)}
-}
-
-func newAnswerJSON(a sim.Answer) answerJSON {
-	return answerJSON{Param: string(a.Param), Found: a.Found, AtBound: a.AtBound, Limit: a.Limit, Value: a.Value,
-		Label: a.Param.Format(a.Value), Goodput: a.Goodput, Target: a.Target, Text: a.String()}
-}
-
-func verdictWord(pass bool) string {
-	if pass {
-		return "pass"
-	}
-	return "fail"
-}
-
 func writeSimJSON(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Result, checks []scenarios.Check, pass bool) error {
-	out := simJSON{Scenario: newScenarioJSON(s), Report: bytes.TrimSpace(report), MonteCarlo: mc,
-		Expectations: []checkJSON{}, Verdict: verdictWord(pass)}
-	for _, ch := range checks {
-		cj := checkJSON{Metric: ch.Metric, Op: ch.Op, Want: ch.Value, Pass: ch.Pass, Line: ch.Line}
-		if !math.IsNaN(ch.Got) {
-			cj.Got = &ch.Got
-		}
-		out.Expectations = append(out.Expectations, cj)
-	}
+	out := scenarios.NewRunJSON(s, checks, pass)
+	out.Report, out.MonteCarlo = bytes.TrimSpace(report), mc
 	return writeJSON(w, out)
 }
 
@@ -441,12 +348,12 @@ func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) err
 		answers = append(answers, a)
 	}
 	if c.out.output == "json" {
-		out := simJSON{Scenario: newScenarioJSON(s), Expectations: []checkJSON{}, Verdict: "pass"}
+		out := scenarios.NewRunJSON(s, nil, true)
 		for _, p := range points {
-			out.Sweep = append(out.Sweep, sweepJSON{Value: p.Value, Label: sw.Param.Format(p.Value), Result: p.Result})
+			out.Sweep = append(out.Sweep, scenarios.SweepJSON{Value: p.Value, Label: sw.Param.Format(p.Value), Result: p.Result})
 		}
 		for _, a := range answers {
-			out.Answers = append(out.Answers, newAnswerJSON(a))
+			out.Answers = append(out.Answers, scenarios.NewAnswerJSON(a))
 		}
 		return writeJSON(c.env.stdout, out)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -86,11 +85,11 @@ type speakCommand struct {
 	turns                                            int
 
 	// synthesizer
-	ttsURL, ttsModel, ttsVoice, ttsFormat, ttsStreamFormat, ttsKeyEnv string
-	ttsRate                                                           int
-	ttsSpeed                                                          float64
-	espeakVoice                                                       string
-	espeakSpeed                                                       int
+	tts             ttsFlags
+	ttsStreamFormat string
+	ttsSpeed        float64
+	espeakVoice     string
+	espeakSpeed     int
 
 	// player and outputs
 	wavOut, record string
@@ -104,13 +103,9 @@ type speakCommand struct {
 
 func newSpeakCommand(e *env) *cobra.Command {
 	c := &speakCommand{env: e}
-	c.cmd = &cobra.Command{
-		Use:     "speak [FILE...]",
-		Short:   "Run the voice pipeline for real: a real synthesizer and player, counting the silence heard",
-		Long:    speakLong,
-		Example: speakExample,
-		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
-	}
+	c.cmd = newCommand("speak [FILE...]", "Run the voice pipeline for real: a real synthesizer and player, counting the silence heard",
+		speakLong, speakExample, nil,
+		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
 	fs.StringVar(&c.url, "url", "", "take tokens from this OpenAI-compatible server (its root, its /v1, or the endpoint)")
 	fs.StringVar(&c.model, "model", "", "model to request from --url")
@@ -127,14 +122,9 @@ func newSpeakCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.scenario, "scenario", "", "take tokens from a scenario: a built-in `NAME` or a YAML file")
 	fs.IntVar(&c.turns, "turns", 0, "turns to take from --scenario (default: the scenario's count)")
 
-	fs.StringVar(&c.ttsURL, "tts-url", "", "speak with this OpenAI-compatible /v1/audio/speech server instead of espeak-ng")
-	fs.StringVar(&c.ttsModel, "tts-model", openai.DefaultSpeechModel, "model of --tts-url")
-	fs.StringVar(&c.ttsVoice, "tts-voice", openai.DefaultSpeechVoice, "voice of --tts-url")
-	fs.StringVar(&c.ttsFormat, "tts-format", openai.DefaultSpeechFormat, "response_format of --tts-url: pcm or wav")
-	fs.IntVar(&c.ttsRate, "tts-rate", openai.DefaultSpeechRate, "sample rate of --tts-format pcm")
+	c.tts.bind(fs, "speak with this OpenAI-compatible /v1/audio/speech server instead of espeak-ng")
 	fs.StringVar(&c.ttsStreamFormat, "tts-stream-format", "", "stream_format of --tts-url: audio or sse (default: not sent)")
 	fs.Float64Var(&c.ttsSpeed, "tts-speed", 0, "speed of --tts-url (0: not sent)")
-	fs.StringVar(&c.ttsKeyEnv, "tts-api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --tts-url")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us")
 	fs.IntVar(&c.espeakSpeed, "speed", 0, "espeak-ng rate (-s) in words per minute (default: its own, 175)")
 
@@ -191,10 +181,10 @@ func (c *speakCommand) validate(args []string) error {
 		return usagef("--play-buffer: want 1ms to 1s, got %v", c.playBuffer)
 	case c.play && openSpeaker == nil:
 		return usagef("--play: this build has no sound card support; build with: go build -tags speaker ./cmd/underrun")
-	case c.ttsURL == "" && c.cmd.Flags().Changed("tts-model"), c.ttsURL == "" && c.cmd.Flags().Changed("tts-voice"),
-		c.ttsURL == "" && c.cmd.Flags().Changed("tts-format"):
+	case c.tts.url == "" && c.cmd.Flags().Changed("tts-model"), c.tts.url == "" && c.cmd.Flags().Changed("tts-voice"),
+		c.tts.url == "" && c.cmd.Flags().Changed("tts-format"):
 		return usagef("--tts-model, --tts-voice and --tts-format need --tts-url")
-	case c.ttsURL != "" && (c.espeakVoice != "" || c.espeakSpeed != 0):
+	case c.tts.url != "" && (c.espeakVoice != "" || c.espeakSpeed != 0):
 		return usagef("--espeak-voice and --speed are espeak-ng's: drop them with --tts-url")
 	case c.espeakSpeed < 0:
 		return usagef("--speed must not be negative, got %d", c.espeakSpeed)
@@ -210,7 +200,7 @@ func (c *speakCommand) validate(args []string) error {
 
 // synthesizer returns the synthesizer the flags name.
 func (c *speakCommand) synthesizer() (stream.Synthesizer, error) {
-	if c.ttsURL == "" {
+	if c.tts.url == "" {
 		e, err := stream.NewEspeak()
 		if err != nil {
 			return nil, usagef("espeak-ng: %w (install the espeak-ng package, or speak with --tts-url)", err)
@@ -218,20 +208,16 @@ func (c *speakCommand) synthesizer() (stream.Synthesizer, error) {
 		e.Engine.Voice, e.Engine.Speed = c.espeakVoice, c.espeakSpeed
 		return e, nil
 	}
-	if _, err := openai.SpeechEndpoint(c.ttsURL); err != nil {
-		return nil, usagef("--tts-url: %w", err)
+	s, err := c.tts.speech(c.cmd.Flags())
+	if err != nil {
+		return nil, err
 	}
-	key := os.Getenv(c.ttsKeyEnv)
-	if key == "" && c.cmd.Flags().Changed("tts-api-key-env") {
-		return nil, usagef("--tts-api-key-env: the environment variable %s is not set", c.ttsKeyEnv)
-	}
-	s := &openai.Speech{BaseURL: c.ttsURL, APIKey: key, Model: c.ttsModel, Voice: c.ttsVoice, Format: c.ttsFormat,
-		Rate: c.ttsRate, StreamFormat: c.ttsStreamFormat, Speed: c.ttsSpeed}
+	s.StreamFormat, s.Speed = c.ttsStreamFormat, c.ttsSpeed
 	if _, err := s.Body("probe"); err != nil {
 		return nil, usagef("--tts-format, --tts-stream-format: %w", err)
 	}
-	if c.ttsRate <= 0 {
-		return nil, usagef("--tts-rate must be positive, got %d", c.ttsRate)
+	if c.tts.rate <= 0 {
+		return nil, usagef("--tts-rate must be positive, got %d", c.tts.rate)
 	}
 	return s, nil
 }
@@ -246,7 +232,7 @@ func (c *speakCommand) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	fs := c.cmd.Flags()
-	if c.ttsURL != "" && cfg.Synth.Timing() == tts.ModeStream && !fs.Changed("tts-mode") && !fs.Changed("stack") && !fs.Changed("voice") {
+	if c.tts.url != "" && cfg.Synth.Timing() == tts.ModeStream && !fs.Changed("tts-mode") && !fs.Changed("stack") && !fs.Changed("voice") {
 		// the speech API takes a request per text: stream mode, the
 		// engine's default, cannot drive it
 		cfg.Synth.Mode = tts.ModeRequest

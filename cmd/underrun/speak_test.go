@@ -317,10 +317,7 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 
 func TestSpeakUsage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		args []string
-		has  string
-	}{
+	tests := []usageCase{
 		{[]string{"speak", "--scenario", "default", "x.jsonl"}, "one source"},
 		{[]string{"speak", "--url", "http://127.0.0.1:1"}, "--model"},
 		{[]string{"speak", "--tts-voice", "alloy"}, "--tts-url"},
@@ -331,12 +328,7 @@ func TestSpeakUsage(t *testing.T) {
 		{[]string{"mock", "--tts-latency", "1s"}, "need --tts"},
 		{[]string{"analyze", "--measured", "testdata/speak/missing.jsonl"}, "--measured"},
 	}
-	for _, tt := range tests {
-		code, _, errOut := runCLI(t, "", tt.args...)
-		if code != exitUsage || !strings.Contains(errOut, tt.has) {
-			t.Errorf("%v: exit %d, %q; want %d mentioning %q", tt.args, code, errOut, exitUsage, tt.has)
-		}
-	}
+	checkUsage(t, tests)
 }
 
 // A speech API has no synthesis context: stream mode is refused, and

@@ -31,13 +31,9 @@ const stacksExample = `  underrun stacks
 
 func newStacksCommand(e *env) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
-		Use:     "stacks [NAME]",
-		Short:   "List the named framework + TTS stacks and their sources",
-		Long:    stacksLong,
-		Example: stacksExample,
-		Args:    cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := newCommand("stacks [NAME]", "List the named framework + TTS stacks and their sources",
+		stacksLong, stacksExample, cobra.MaximumNArgs(1),
+		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usagef("--output: want text or json, got %q", output)
 			}
@@ -74,8 +70,7 @@ func newStacksCommand(e *env) *cobra.Command {
 			}
 			_, err := fmt.Fprint(e.stdout, b.String())
 			return err
-		},
-	}
+		})
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
 	return cmd
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/speech-pipeline/underrun/pipeline"
-	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream"
 )
@@ -69,41 +67,30 @@ type voiceCalibrateCommand struct {
 	espeakVoice string
 	speed       int
 
-	ttsURL, ttsModel, ttsVoice, ttsFormat, ttsKeyEnv string
-	ttsRate                                          int
-	turnTexts                                        int
-	pause                                            time.Duration
+	tts       ttsFlags
+	turnTexts int
+	pause     time.Duration
 }
 
 func newVoiceCalibrateCommand(e *env) *cobra.Command {
 	c := &voiceCalibrateCommand{env: e}
-	cmd := &cobra.Command{
-		Use:     "calibrate",
-		Short:   "Measure a speech engine and write its voice profile",
-		Long:    fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)),
-		Example: voiceCalibrateExample,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
-	}
+	cmd := newCommand("calibrate", "Measure a speech engine and write its voice profile",
+		fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)), voiceCalibrateExample, cobra.NoArgs,
+		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.engine, "engine", tts.EngineEspeak, "engine to measure: espeak-ng")
 	fs.StringVarP(&c.out, "output", "o", "", "write the profile to `FILE` (default: standard output)")
 	fs.IntVar(&c.runs, "runs", 2, "synthesize each text `N` times and keep the fastest (steadier latency figures)")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us (default: its own)")
 	fs.IntVar(&c.speed, "speed", 0, "espeak-ng rate (-s) in words per minute (default: its own, 175)")
-	fs.StringVar(&c.ttsURL, "tts-url", "", "measure this OpenAI-compatible /v1/audio/speech server instead of --engine")
-	fs.StringVar(&c.ttsModel, "tts-model", openai.DefaultSpeechModel, "model of --tts-url")
-	fs.StringVar(&c.ttsVoice, "tts-voice", openai.DefaultSpeechVoice, "voice of --tts-url")
-	fs.StringVar(&c.ttsFormat, "tts-format", openai.DefaultSpeechFormat, "response_format of --tts-url: pcm or wav")
-	fs.IntVar(&c.ttsRate, "tts-rate", openai.DefaultSpeechRate, "sample rate of --tts-format pcm")
-	fs.StringVar(&c.ttsKeyEnv, "tts-api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --tts-url")
+	c.tts.bind(fs, "measure this OpenAI-compatible /v1/audio/speech server instead of --engine")
 	fs.IntVar(&c.turnTexts, "turn-texts", stream.DefaultTurnTexts, "with --tts-url: texts sent back to back as one turn (the first pays the first-audio latency, the others the continuation)")
 	fs.DurationVar(&c.pause, "pause", stream.DefaultTurnPause, "with --tts-url: idle time before each turn")
 	return cmd
 }
 
 func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
-	if c.ttsURL != "" {
+	if c.tts.url != "" {
 		return c.runSpeechAPI(cmd)
 	}
 	if c.engine != tts.EngineEspeak {
@@ -135,17 +122,13 @@ func (c *voiceCalibrateCommand) runSpeechAPI(cmd *cobra.Command) error {
 		return usagef("--engine, --espeak-voice and --speed are for espeak-ng: drop them with --tts-url")
 	case c.runs < 1 || c.turnTexts < 1:
 		return usagef("--runs and --turn-texts must be at least 1")
-	case c.pause < 0 || c.ttsRate <= 0:
+	case c.pause < 0 || c.tts.rate <= 0:
 		return usagef("--pause must not be negative and --tts-rate must be positive")
 	}
-	if _, err := openai.SpeechEndpoint(c.ttsURL); err != nil {
-		return usagef("--tts-url: %w", err)
+	s, err := c.tts.speech(fs)
+	if err != nil {
+		return err
 	}
-	key := os.Getenv(c.ttsKeyEnv)
-	if key == "" && fs.Changed("tts-api-key-env") {
-		return usagef("--tts-api-key-env: the environment variable %s is not set", c.ttsKeyEnv)
-	}
-	s := &openai.Speech{BaseURL: c.ttsURL, APIKey: key, Model: c.ttsModel, Voice: c.ttsVoice, Format: c.ttsFormat, Rate: c.ttsRate}
 	if _, err := s.Body("probe"); err != nil {
 		return usagef("--tts-format: %w", err)
 	}
