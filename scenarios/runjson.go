@@ -10,13 +10,23 @@ import (
 // RunJSON is the JSON form of a sim run (underrun sim --output json); its
 // keys are stable.
 type RunJSON struct {
-	Scenario     ScenarioJSON    `json:"scenario"`
-	Report       json.RawMessage `json:"report,omitempty"`
-	MonteCarlo   *sim.Result     `json:"monte_carlo,omitempty"`
-	Expectations []CheckJSON     `json:"expectations"`
-	Verdict      string          `json:"verdict"`
-	Sweep        []SweepJSON     `json:"sweep,omitempty"`
-	Answers      []AnswerJSON    `json:"answers,omitempty"`
+	Scenario ScenarioJSON `json:"scenario"`
+	// Report is the JSON report of the scenario's turns (absent for sweeps
+	// and questions).
+	Report     json.RawMessage `json:"report,omitempty"`
+	MonteCarlo *sim.Result     `json:"monte_carlo,omitempty"`
+	// Expectations are the scenario's checks, an empty list when none.
+	Expectations []CheckJSON `json:"expectations"`
+	Verdict      string      `json:"verdict"`
+	// Sweep and Answers are a --sweep's points and the inverse answers.
+	Sweep   []SweepJSON  `json:"sweep,omitempty"`
+	Answers []AnswerJSON `json:"answers,omitempty"`
+}
+
+// NewScenarioJSON describes s.
+func NewScenarioJSON(s *Scenario) ScenarioJSON {
+	return ScenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
+		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo, RooflineAccuracy: s.RooflineAccuracy()}
 }
 
 // ScenarioJSON describes the scenario a run simulated.
@@ -77,12 +87,6 @@ func NewRunJSON(s *Scenario, checks []Check, pass bool) RunJSON {
 		out.Expectations = append(out.Expectations, cj)
 	}
 	return out
-}
-
-// NewScenarioJSON describes s.
-func NewScenarioJSON(s *Scenario) ScenarioJSON {
-	return ScenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
-		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo, RooflineAccuracy: s.RooflineAccuracy()}
 }
 
 // NewAnswerJSON is the JSON form of a.
