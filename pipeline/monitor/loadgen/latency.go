@@ -85,14 +85,15 @@ func (h *lagHistogram) quantile(q float64) time.Duration {
 	var seen int64
 	for i, c := range h.bins {
 		if seen += c; seen >= rank {
+			// A bin's upper edge, never above the largest lag seen.
+			edge := time.Duration(h.maxNanos)
 			switch {
 			case i < lagFine:
-				return time.Duration(i+1) * 10 * time.Microsecond
+				edge = min(edge, time.Duration(i+1)*10*time.Microsecond)
 			case i < len(h.bins)-1:
-				return time.Duration(i-lagFine+1) * time.Millisecond
-			default:
-				return time.Duration(h.maxNanos)
+				edge = min(edge, time.Duration(i-lagFine+1)*time.Millisecond)
 			}
+			return edge
 		}
 	}
 	return time.Duration(h.maxNanos)

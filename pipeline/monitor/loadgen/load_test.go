@@ -37,13 +37,20 @@ func TestLagHistogram(t *testing.T) {
 		{0.5, 10 * time.Microsecond},
 		{0.98, 10 * time.Microsecond},
 		{0.99, 3010 * time.Microsecond},
-		{1, 2501 * time.Millisecond},
-		{0.999, 2501 * time.Millisecond},
+		{1, 2500 * time.Millisecond}, // the bin's edge is above the max: the max
+		{0.999, 2500 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		if got := h.quantile(tc.q); got != tc.want {
 			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
 		}
+	}
+	// One lag just above a millisecond edge: every quantile is that lag, not
+	// the edge above it (CI saw p99 21 ms over a max of 20.37 ms).
+	var one lagHistogram
+	one.add(20_365_335)
+	if p99, p50 := one.quantile(0.99), one.quantile(0.5); p99 != 20365335 || p50 != p99 {
+		t.Errorf("one lag of 20.365335ms: p99 %v, p50 %v, want the lag", p99, p50)
 	}
 	var m lagHistogram
 	m.add(-1)   // a clock read twice: 0
