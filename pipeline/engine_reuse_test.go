@@ -319,7 +319,9 @@ func refTolerance(p *Playout) []time.Duration {
 	return tol
 }
 
-// refMinPreroll is Playout.minPreroll as it was first written.
+// refMinPreroll is Playout.minPreroll written the slow, plain way: S* from
+// the chunks themselves (not the engine's earliestStart), and the audio
+// held just before S* counted one frame at a time rather than solved for.
 func refMinPreroll(p *Playout) time.Duration {
 	if len(p.Chunks) == 0 {
 		return 0
@@ -331,33 +333,32 @@ func refMinPreroll(p *Playout) time.Duration {
 		S = max(S, c.Ready+p.allowance(c)-before)
 		before += c.Audio
 	}
-	var ready time.Duration
+	var held time.Duration
 	for i := range p.Chunks {
 		c := &p.Chunks[i]
 		if c.Ready >= S {
 			break
 		}
 		if p.cfg.Synth.RTF == 0 {
-			ready += c.Audio
+			held += c.Audio
 			continue
 		}
-		// frames k with Ready + frameOffset(k) < S
-		frames := time.Duration(float64(S-c.Ready) / (float64(p.frame) * p.cfg.Synth.RTF))
-		for frames > 0 && p.frameOffset(frames-1) >= S-c.Ready {
-			frames--
+		whole := true
+		for k := time.Duration(0); k*p.frame < c.Audio; k++ {
+			if c.Ready+p.frameOffset(k) >= S {
+				whole = false
+				break
+			}
+			held += min(p.frame, c.Audio-k*p.frame)
 		}
-		for p.frameOffset(frames) < S-c.Ready && frames*p.frame < c.Audio {
-			frames++
-		}
-		ready += min(c.Audio, frames*p.frame)
-		if frames*p.frame < c.Audio {
+		if !whole {
 			break // the chunks after it wait behind it
 		}
 	}
-	if ready == 0 {
+	if held == 0 {
 		return 0
 	}
-	return (ready/time.Millisecond + 1) * time.Millisecond
+	return (held/time.Millisecond + 1) * time.Millisecond
 }
 
 // TestPlayTurnAllocatesNothing checks that a warm Playout plays a turn,
