@@ -64,28 +64,19 @@ const captureExample = `  underrun capture --url http://127.0.0.1:8000 --model m
   underrun capture --url http://127.0.0.1:8000 --model mock -o trace.jsonl`
 
 type captureCommand struct {
-	env         *env
-	cmd         *cobra.Command
-	engine      engineFlags
-	out         reportFlags
-	url         string
-	model       string
-	api         string
-	prompts     string
+	env    *env
+	cmd    *cobra.Command
+	engine engineFlags
+	out    reportFlags
+	llmFlags
 	concurrency int
 	rate        float64
 	requests    int
 	duration    time.Duration
-	maxTokens   int
-	keyEnv      string
 	traceFile   string
 	sseFile     string
-	noUsage     bool
-	idle        time.Duration
-	session     string
 	seed        uint64
 	progress    string
-	clock       string
 	force       bool
 }
 
@@ -95,24 +86,15 @@ func newCaptureCommand(e *env) *cobra.Command {
 		captureLong, captureExample, cobra.NoArgs,
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := c.cmd.Flags()
-	fs.StringVar(&c.url, "url", "", "server URL: its root, its /v1, or the endpoint itself (required)")
-	fs.StringVar(&c.model, "model", "", "model name to request (required)")
-	fs.StringVar(&c.api, "api", "chat", "endpoint: chat (/v1/chat/completions) or completions (/v1/completions)")
-	fs.StringVar(&c.prompts, "prompts", "", "read prompts from `FILE` (JSONL or plain lines; default: a built-in set)")
+	c.llmFlags.bind(fs, "server URL: its root, its /v1, or the endpoint itself (required)")
 	fs.IntVar(&c.concurrency, "concurrency", 0, "requests in flight (default 1; with --rate: no cap)")
 	fs.Float64Var(&c.rate, "rate", 0, "start requests at Poisson arrivals of this many per second (0: back to back)")
 	fs.IntVar(&c.requests, "requests", 0, "stop after this many requests (default: each prompt once, unless --duration)")
 	fs.DurationVar(&c.duration, "duration", 0, "stop starting requests after this long")
-	fs.IntVar(&c.maxTokens, "max-tokens", 0, "max_tokens of each request (0: the server's default)")
-	fs.StringVar(&c.keyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (sent as a bearer token if set)")
 	fs.StringVarP(&c.traceFile, "output", "o", "", "write the native trace to `FILE`, each record as it arrives")
 	fs.StringVar(&c.sseFile, "sse", "", "also write the raw SSE capture (every read, with its arrival time) to `FILE`")
-	fs.BoolVar(&c.noUsage, "no-usage", false, "do not ask for the usage chunk (for servers that reject stream_options)")
-	fs.DurationVar(&c.idle, "idle-timeout", 2*time.Minute, "fail a stream that sends nothing for this long (0: never)")
-	fs.StringVar(&c.session, "session", "", "session name recorded with every turn")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Poisson arrivals")
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
-	fs.StringVar(&c.clock, "clock", "kernel", "when a chunk arrived: kernel (the kernel's receive stamp, where the system has one) or read (when the read returned)")
 	bindForce(fs, &c.force)
 	c.engine.bind(fs)
 	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})

@@ -155,6 +155,29 @@ func (f *engineFlags) applyVoice(cfg *pipeline.Config) error {
 	return nil
 }
 
+// llmFlags are the --url family: an OpenAI-compatible server to stream
+// tokens from, shared by capture and speak.
+type llmFlags struct {
+	url, model, api, prompts, keyEnv, clock, session string
+	maxTokens                                        int
+	noUsage                                          bool
+	idle                                             time.Duration
+}
+
+// bind registers the family; urlUsage says what --url does in the command.
+func (f *llmFlags) bind(fs *pflag.FlagSet, urlUsage string) {
+	fs.StringVar(&f.url, "url", "", urlUsage)
+	fs.StringVar(&f.model, "model", "", "model to request from --url (required with --url)")
+	fs.StringVar(&f.api, "api", "chat", "endpoint of --url: chat (/v1/chat/completions) or completions (/v1/completions)")
+	fs.StringVar(&f.prompts, "prompts", "", "prompts for --url from `FILE` (JSONL or plain lines; default: a built-in set)")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of each request (0: the server's default)")
+	fs.StringVar(&f.keyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --url (sent as a bearer token if set)")
+	fs.StringVar(&f.clock, "clock", "kernel", "when a chunk from --url arrived: kernel (the kernel's receive stamp, where the system has one) or read (when the read returned)")
+	fs.BoolVar(&f.noUsage, "no-usage", false, "do not ask --url for the usage chunk (for servers that reject stream_options)")
+	fs.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "fail a stream from --url that sends nothing for this long (0: never)")
+	fs.StringVar(&f.session, "session", "", "session name recorded with every turn")
+}
+
 // ttsFlags are the --tts-url family: an OpenAI-compatible /v1/audio/speech
 // server to synthesize with, shared by speak and voice calibrate.
 type ttsFlags struct {

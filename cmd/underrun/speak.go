@@ -77,12 +77,10 @@ type speakCommand struct {
 	out    reportFlags
 
 	// tokens
-	url, model, api, prompts, keyEnv, clock, session string
-	requests, maxTokens                              int
-	noUsage                                          bool
-	idle                                             time.Duration
-	format, scenario                                 string
-	turns                                            int
+	llmFlags
+	requests         int
+	format, scenario string
+	turns            int
 
 	// synthesizer
 	tts             ttsFlags
@@ -107,17 +105,8 @@ func newSpeakCommand(e *env) *cobra.Command {
 		speakLong, speakExample, nil,
 		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
-	fs.StringVar(&c.url, "url", "", "take tokens from this OpenAI-compatible server (its root, its /v1, or the endpoint)")
-	fs.StringVar(&c.model, "model", "", "model to request from --url")
-	fs.StringVar(&c.api, "api", "chat", "endpoint of --url: chat or completions")
-	fs.StringVar(&c.prompts, "prompts", "", "prompts for --url from `FILE` (JSONL or plain lines; default: a built-in set)")
+	c.llmFlags.bind(fs, "take tokens from this OpenAI-compatible server (its root, its /v1, or the endpoint)")
 	fs.IntVar(&c.requests, "requests", 0, "requests to --url (default: each prompt once)")
-	fs.IntVar(&c.maxTokens, "max-tokens", 0, "max_tokens of each request (0: the server's default)")
-	fs.StringVar(&c.keyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --url")
-	fs.StringVar(&c.clock, "clock", "kernel", "when a chunk from --url arrived: kernel (receive stamps) or read")
-	fs.BoolVar(&c.noUsage, "no-usage", false, "do not ask --url for the usage chunk")
-	fs.DurationVar(&c.idle, "idle-timeout", 2*time.Minute, "fail a stream from --url that sends nothing for this long (0: never)")
-	fs.StringVar(&c.session, "session", "", "session name recorded with every turn")
 	fs.StringVar(&c.format, "format", "auto", "format of FILE arguments: auto or one of "+trace.FormatNames())
 	fs.StringVar(&c.scenario, "scenario", "", "take tokens from a scenario: a built-in `NAME` or a YAML file")
 	fs.IntVar(&c.turns, "turns", 0, "turns to take from --scenario (default: the scenario's count)")
