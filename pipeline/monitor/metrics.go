@@ -72,7 +72,7 @@ func newMetrics() *metrics {
 		m.turns.WithLabelValues(s)
 	}
 	m.byType = map[Type]prometheus.Counter{}
-	for _, t := range []Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout} {
+	for _, t := range ingestTypes {
 		m.byType[t] = m.messages.WithLabelValues(string(t))
 	}
 	for _, r := range []string{reasonMalformed, reasonRejected, reasonRate} {

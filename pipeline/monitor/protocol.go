@@ -46,6 +46,10 @@ const (
 	TypeError Type = "error"
 )
 
+// ingestTypes are the message types a voice app sends, in the order of
+// the protocol.
+var ingestTypes = [...]Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout}
+
 // MaxName is the longest turn or session name accepted, in bytes.
 const MaxName = 256
 
@@ -133,24 +137,13 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 	if err != nil {
 		return m, err
 	}
-	switch Type(typ) { // the constant, not a copy of the bytes
-	case TypeTurnStart:
-		m.Type = TypeTurnStart
-	case TypeChunk:
-		m.Type = TypeChunk
-	case TypeTurnEnd:
-		m.Type = TypeTurnEnd
-	case TypeBargeIn:
-		m.Type = TypeBargeIn
-	case TypeTTS:
-		m.Type = TypeTTS
-	case TypeSpeech:
-		m.Type = TypeSpeech
-	case TypeAudio:
-		m.Type = TypeAudio
-	case TypePlayout:
-		m.Type = TypePlayout
-	default:
+	for _, t := range ingestTypes {
+		if string(typ) == string(t) {
+			m.Type = t // the constant, not a copy of the bytes
+			break
+		}
+	}
+	if m.Type == "" {
 		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in, tts, speech, audio or playout, got %q", ErrMessage, typ)
 	}
 	turn, err := strBytes(v, "turn", m.Type != TypeTTS)
