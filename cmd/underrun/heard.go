@@ -36,16 +36,18 @@ level, so background noise and a change of gain move the threshold with them.
 With TRACE (any format analyze reads; a recording of underrun speak --record
 also gives the synthesizer's measured timings), each turn's spoken text is
 aligned to the recording's speech: the voice's articulation time between
-silences against the text between punctuation, so each silence falls at a
-sentence end, a clause end, a plain word boundary or inside a word. The
-voice's own pause at each kind of place is measured on the recording (the
-median of the silences at punctuation, the lower quartile between words) or
-taken from the voice model (--voice, a calibrated profile); a silence longer
-than that pause by 25 ms and 30% of it (60 ms between words) is an underrun,
-of the length beyond the pause, and is accounted by the engine as analyze
-accounts the gaps it predicts. The trace's
-clock is set to the recording by its first sound (the first turn's first
-audio), or by --offset.
+silences against the text between punctuation, with a silence expected at
+each punctuation mark and where the engine, playing the trace, predicts an
+underrun, so each silence falls at a sentence end, a clause end, a plain word
+boundary or inside a word. The voice's own pause at each kind of place is
+measured on the recording (the median of the silences at punctuation, the
+lower quartile between words) or taken from the voice model (--voice, a
+calibrated profile); a silence longer than that pause by 25 ms and 30% of it
+(60 ms between words; half the predicted gap where the engine predicts one, if
+that is less, but 25 ms at least) is an underrun, of the length beyond the
+pause, and is accounted by the engine as analyze accounts the gaps it
+predicts. The trace's clock is set to the recording by its first sound (the
+first turn's first audio), or by --offset.
 
 Without TRACE the gaps are listed on their own: a silence longer than the
 voice's sentence pause (the longest it makes by itself) is an underrun, with

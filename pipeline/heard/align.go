@@ -34,6 +34,7 @@ type boundary struct {
 	off   int           // byte offset of the next word's first byte
 	place Place         // AtWord, AtClause or AtSentence
 	art   time.Duration // the voice's articulation time of the text before off
+	gap   time.Duration // the underrun the engine predicts before the word, 0 if none
 }
 
 // boundaries returns the places between the words of text, with the
@@ -83,10 +84,12 @@ type run struct {
 // Costs of the alignment: how unlikely each thing is, in units of a
 // squared standard deviation of timing.
 const (
-	costMissSentence = 4.0 // a sentence end with no silence heard
-	costMissClause   = 1.5 // a clause end with no silence heard
-	costAtWord       = 1.0 // a silence between words without punctuation
-	costInWord       = 1.5 // a short silence inside a word
+	costMissSentence = 4.0                    // a sentence end with no silence heard
+	costMissClause   = 1.5                    // a clause end with no silence heard
+	costAtWord       = 1.0                    // a silence between words without punctuation
+	costInWord       = 1.5                    // a short silence inside a word
+	costMissGap      = 4.0                    // an underrun the engine predicts, heard as no silence
+	predictedHeard   = 100 * time.Millisecond // the shortest predicted underrun sure to be heard
 	inWordShort      = 60 * time.Millisecond
 	maxInWordRun     = 3 // silences inside words in a row
 )
@@ -94,8 +97,10 @@ const (
 // align places each run at a boundary (its index) or inside a word (-1):
 // the placement that makes the sound between silences fit the voice's
 // articulation time of the text between their places best (the voice's
-// rate scaled to the recording's), with punctuation expected to be heard
-// as silence. Dynamic programming over (run, boundary), in a band around
+// rate scaled to the recording's), with punctuation and the underruns the
+// engine predicts from the trace expected to be heard as silence (a long
+// gap before a word would otherwise slide to the clause end a word on,
+// where a silence costs nothing). Dynamic programming over (run, boundary), in a band around
 // where the rate puts each run.
 func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []int {
 	out := make([]int, len(runs))
@@ -125,6 +130,9 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 		case AtClause:
 			c = costMissClause
 		}
+		if b.gap >= predictedHeard {
+			c += costMissGap
+		}
 		missing[j+1] = missing[j] + c
 	}
 	missed := func(from, to int) float64 { // boundaries from..to-1 unheard
@@ -144,7 +152,10 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 		}
 		return costInWord + float64(l-inWordShort)/float64(20*time.Millisecond)
 	}
-	emit := func(j int) float64 {
+	emit := func(k, j int) float64 { // run k placed at boundary j
+		if g := bs[j].gap; g >= predictedHeard && runs[k].length >= g/2 {
+			return 0 // the silence the engine predicts there
+		}
 		if bs[j].place == AtWord {
 			return costAtWord
 		}
@@ -189,7 +200,7 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 			skip := 0.0
 			for kp := k - 1; kp >= -1 && k-kp-1 <= maxInWordRun; kp-- {
 				if kp == -1 {
-					c := skip + seg(sound(k), pos(j)) + missed(0, j) + emit(j)
+					c := skip + seg(sound(k), pos(j)) + missed(0, j) + emit(k, j)
 					if c < best.cost {
 						best = state{cost: c, prevK: -1, prevJ: -1, ok: true}
 					}
@@ -199,7 +210,7 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 					if jp >= j || !dp[kp][cj].ok {
 						continue
 					}
-					c := dp[kp][cj].cost + skip + seg(sound(k)-sound(kp), pos(j)-pos(jp)) + missed(jp+1, j) + emit(j)
+					c := dp[kp][cj].cost + skip + seg(sound(k)-sound(kp), pos(j)-pos(jp)) + missed(jp+1, j) + emit(k, j)
 					if c < best.cost {
 						best = state{cost: c, prevK: kp, prevJ: cj, ok: true}
 					}

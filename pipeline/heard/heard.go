@@ -84,6 +84,8 @@ type Heard struct {
 	// Underrun is the gap as the engine accounts it (class, cause, token,
 	// ITL: the same as analyze's), with a trace; nil for a pause.
 	Underrun *pipeline.Underrun `json:"-"`
+
+	predicted time.Duration // the underrun the engine predicts at its place from the trace
 }
 
 // Turn is one turn of the trace as heard in the recording.
@@ -226,6 +228,7 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		res.Turns = append(res.Turns, Turn{Turn: pl.t, Base: from, SpeechStart: start, SpeechEnd: end})
 		text := pipeline.SpokenText(pl.t)
 		bs, art := boundaries(text, voice)
+		expectGaps(bs, pl.p, text)
 		runs := make([]run, len(own))
 		var quiet time.Duration
 		for k, s := range own {
@@ -240,7 +243,7 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		for k, s := range own {
 			h := &Heard{Silence: s, Turn: pl.t.ID, Place: InWord, Offset: -1}
 			if j := place[k]; j >= 0 {
-				h.Place, h.Offset = bs[j].place, bs[j].off
+				h.Place, h.Offset, h.predicted = bs[j].place, bs[j].off, bs[j].gap
 			} else if prev := lastPlaced(place, k); prev >= 0 {
 				h.Offset = bs[prev].off // inside a word after it
 			}
@@ -285,6 +288,25 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		res.Turns[i].Predicted = pl.p.Underruns
 	}
 	return res, nil
+}
+
+// expectGaps marks on bs the underruns p predicts at the start of a
+// speech chunk: the silence before the chunk's first word.
+func expectGaps(bs []boundary, p *pipeline.Playout, text string) {
+	for _, u := range p.Underruns {
+		if u.Chunk < 0 || u.Chunk >= len(p.Chunks) || u.Position == pipeline.MidChunk || u.Position == pipeline.PositionUnknown {
+			continue
+		}
+		c := p.Chunks[u.Chunk]
+		from := c.From
+		for from < c.To && from < len(text) && text[from] == ' ' {
+			from++
+		}
+		j := sort.Search(len(bs), func(j int) bool { return bs[j].off >= from })
+		if j < len(bs) && bs[j].off == from {
+			bs[j].gap = max(bs[j].gap, u.Duration)
+		}
+	}
 }
 
 // lastPlaced returns the boundary of the last run before k placed at one,
@@ -378,6 +400,9 @@ func (r *Result) classify(h *Heard) {
 		margin = inWordMargin
 	case AtWord:
 		margin = WordMargin
+	}
+	if h.predicted > 0 { // the trace says the player ran dry here: half of that is enough
+		margin = max(DefaultMargin, min(margin, h.predicted/2))
 	}
 	h.Kind, h.Confidence = decide(h.Length()-h.Expected, margin)
 }

@@ -129,6 +129,60 @@ func TestBoundaries(t *testing.T) {
 	}
 }
 
+// A long silence the rate puts as near a clause end as the word before it
+// is placed at the clause end, where a silence costs nothing; when the engine predicts an underrun before the
+// word ahead of the clause end (the text the synthesizer waited for), the
+// silence is placed there instead, and the clause end is unheard.
+func TestAlignExpectsThePredictedGap(t *testing.T) {
+	t.Parallel()
+	text := "One leaves at noon, the other at five."
+	bs, art := boundaries(text, tts.DefaultVoice())
+	noon, clause := -1, -1
+	for j, b := range bs {
+		switch text[b.off:min(b.off+4, len(text))] {
+		case "noon":
+			noon = j
+		case "the ":
+			clause = j
+		}
+	}
+	if noon < 0 || clause != noon+1 || bs[clause].place != AtClause {
+		t.Fatalf("boundaries %+v", bs)
+	}
+	// halfway between the two places: the rate cannot tell them apart
+	runs := []run{{sound: (bs[noon].art + bs[clause].art) / 2, length: 770 * time.Millisecond}}
+	if got := align(runs, art, bs, art); got[0] != clause {
+		t.Errorf("no prediction: the silence at boundary %d, want the clause end %d", got[0], clause)
+	}
+	bs[noon].gap = 760 * time.Millisecond
+	if got := align(runs, art, bs, art); got[0] != noon {
+		t.Errorf("a gap predicted before %q: the silence at boundary %d, want %d", "noon", got[0], noon)
+	}
+}
+
+// Between words a silence must be longer than the voice's pause by the
+// word margin to be a gap, or by half the gap the engine predicts there.
+func TestClassifyByThePredictedGap(t *testing.T) {
+	t.Parallel()
+	r := &Result{Pauses: map[Place]time.Duration{AtWord: 36 * time.Millisecond}}
+	h := &Heard{Silence: Silence{Start: time.Second, End: time.Second + 92*time.Millisecond}, Place: AtWord}
+	if r.classify(h); h.Kind != Pause {
+		t.Errorf("92 ms beside a 36 ms pause, nothing predicted: %s, want a pause", h.Kind)
+	}
+	h.predicted = 90 * time.Millisecond
+	if r.classify(h); h.Kind != Gap {
+		t.Errorf("92 ms beside a 36 ms pause, 90 ms predicted: %s, want a gap", h.Kind)
+	}
+	h.predicted = 20 * time.Millisecond // never under the default margin
+	if r.classify(h); h.Kind != Gap || h.Confidence > 0.99 {
+		t.Errorf("92 ms beside a 36 ms pause, 20 ms predicted: %s (%.4f), want a gap judged against the 25 ms margin, not 10 ms", h.Kind, h.Confidence)
+	}
+	h.Silence.End = h.Start + 50*time.Millisecond
+	if r.classify(h); h.Kind != Pause {
+		t.Errorf("50 ms beside a 36 ms pause, 20 ms predicted: %s, want a pause (under the 25 ms margin)", h.Kind)
+	}
+}
+
 // A voiceless stop begins a word with its closure's silence; other sounds
 // do not.
 func TestStopOnset(t *testing.T) {
