@@ -173,9 +173,7 @@ func SniffCapture(head []byte) bool {
 type CaptureReader struct {
 	name      string
 	lines     jsonLines
-	open      map[string]*Stream
-	order     []string
-	seen      map[string]bool
+	streams   units[*Stream]
 	done      bool
 	sawRecord bool
 	// Truncated is true when a cut-off last line was dropped.
@@ -186,7 +184,7 @@ type CaptureReader struct {
 
 // NewCaptureReader returns a reader of r; name labels errors.
 func NewCaptureReader(r io.Reader, name string) *CaptureReader {
-	return &CaptureReader{name: name, lines: newJSONLines(r, MaxCaptureLine), open: map[string]*Stream{}, seen: map[string]bool{}}
+	return &CaptureReader{name: name, lines: newJSONLines(r, MaxCaptureLine), streams: newUnits[*Stream]()}
 }
 
 func (d *CaptureReader) errorf(format string, args ...any) error {
@@ -240,17 +238,12 @@ func (d *CaptureReader) NextStream() (*Stream, error) {
 		d.lines.line = max(d.lines.line, 1)
 		return nil, d.errorf("empty input; want an SSE capture with at least one stream")
 	}
-	for len(d.order) > 0 {
-		id := d.order[0]
-		d.order = d.order[1:]
-		if s, ok := d.open[id]; ok {
-			delete(d.open, id)
-			if err := checkLimits(&s.Turn); err != nil {
-				return nil, d.errorf("stream %q: %v", id, err)
-			}
-			s.Turn.Status = pipeline.StatusIncomplete
-			return s, nil
+	if id, s, ok := d.streams.drain(); ok {
+		if err := checkLimits(&s.Turn); err != nil {
+			return nil, d.errorf("stream %q: %v", id, err)
 		}
+		s.Turn.Status = pipeline.StatusIncomplete
+		return s, nil
 	}
 	return nil, io.EOF
 }
@@ -302,16 +295,13 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		if rec.Stream == "" {
 			return nil, d.errorf(`request record without "stream" id`)
 		}
-		if d.seen[rec.Stream] {
-			return nil, d.errorf("stream %q begins a second time", rec.Stream)
-		}
-		d.seen[rec.Stream] = true
 		var start time.Time
 		if rec.StartUnixNs != 0 {
 			start = time.Unix(0, rec.StartUnixNs)
 		}
-		d.open[rec.Stream] = NewStream(rec.Stream, rec.Session, start)
-		d.order = append(d.order, rec.Stream)
+		if !d.streams.begin(rec.Stream, NewStream(rec.Stream, rec.Session, start)) {
+			return nil, d.errorf("stream %q begins a second time", rec.Stream)
+		}
 		return nil, nil
 	case "response", "read", "close":
 	case "":
@@ -322,9 +312,9 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 	if rec.Stream == "" {
 		return nil, d.errorf(`%s record without "stream" id`, rec.Type)
 	}
-	s, ok := d.open[rec.Stream]
+	s, ok, ended := d.streams.get(rec.Stream)
 	if !ok {
-		if d.seen[rec.Stream] {
+		if ended {
 			return nil, d.errorf("%s record for stream %q after its close", rec.Type, rec.Stream)
 		}
 		return nil, d.errorf("%s record for stream %q before its request record", rec.Type, rec.Stream)
@@ -376,7 +366,7 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 			readErr = ErrCancelled
 		}
 		s.Close(at, readErr, rec.Cancelled)
-		delete(d.open, rec.Stream)
+		d.streams.end(rec.Stream)
 		if err := checkLimits(&s.Turn); err != nil {
 			return nil, d.errorf("stream %q: %v", rec.Stream, err)
 		}

@@ -48,12 +48,12 @@ func footprint(d Decoder) int {
 		n += len(d.summary.Values) * 64
 	case *NativeReader:
 		n += d.lines.r.Size()
-		for _, t := range d.open {
+		for _, t := range d.turns.open {
 			turn(t)
 		}
 	case *CaptureReader:
 		n += d.lines.r.Size()
-		for _, s := range d.open {
+		for _, s := range d.streams.open {
 			turn(&s.Turn)
 			n += cap(s.parser.line) + cap(s.parser.data) + cap(s.body)
 		}

@@ -86,14 +86,11 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 			}
 			d.state = gpExperiments
 		case gpExperiments:
-			more, err := s.more(d.exp + 1)
+			more, err := s.moreTop(d.exp+1, "the profile export object")
 			if err != nil {
 				return nil, err
 			}
 			if !more {
-				if err := s.endObject("the profile export object"); err != nil {
-					return nil, err
-				}
 				d.state = gpDone
 				continue
 			}

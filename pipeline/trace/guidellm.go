@@ -108,14 +108,11 @@ func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 			}
 			d.state = glBenchmarks
 		case glBenchmarks:
-			more, err := s.more(d.bench + 1)
+			more, err := s.moreTop(d.bench+1, "the report object")
 			if err != nil {
 				return nil, err
 			}
 			if !more {
-				if err := s.endObject("the report object"); err != nil {
-					return nil, err
-				}
 				d.state = glDone
 				continue
 			}

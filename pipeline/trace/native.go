@@ -205,10 +205,8 @@ func (f *fields) fromRecord(r *Record) {
 type NativeReader struct {
 	name          string
 	lines         jsonLines
-	open          map[string]*pipeline.Turn
-	order         []string
+	turns         units[*pipeline.Turn]
 	done          bool
-	seenTurns     map[string]bool
 	rec           fields
 	texts         map[string]string
 	sizeHint      int
@@ -226,7 +224,7 @@ type NativeReader struct {
 func NewNativeReader(r io.Reader, name string) *NativeReader {
 	return &NativeReader{
 		name: name, lines: newJSONLines(r, MaxLine),
-		open: map[string]*pipeline.Turn{}, seenTurns: map[string]bool{},
+		turns: newUnits[*pipeline.Turn](),
 	}
 }
 
@@ -280,20 +278,15 @@ func (d *NativeReader) Next() (*pipeline.Turn, error) {
 		d.lines.line = max(d.lines.line, 1)
 		return nil, d.errorf("empty input; want a trace with at least one turn")
 	}
-	for len(d.order) > 0 {
-		id := d.order[0]
-		d.order = d.order[1:]
-		if t, ok := d.open[id]; ok {
-			delete(d.open, id)
-			if err := checkLimits(t); err != nil {
-				return nil, d.errorf("turn %q: %v", id, err)
-			}
-			t.Status = pipeline.StatusIncomplete
-			if len(t.Chunks) == 0 {
-				t.Chunks = nil
-			}
-			return t, nil
+	if id, t, ok := d.turns.drain(); ok {
+		if err := checkLimits(t); err != nil {
+			return nil, d.errorf("turn %q: %v", id, err)
 		}
+		t.Status = pipeline.StatusIncomplete
+		if len(t.Chunks) == 0 {
+			t.Chunks = nil
+		}
+		return t, nil
 	}
 	return nil, io.EOF
 }
@@ -319,16 +312,14 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if rec.turn == "" {
 			return nil, d.errorf(`turn record without "turn" id`)
 		}
-		if d.seenTurns[rec.turn] {
+		if d.turns.known(rec.turn) {
 			return nil, d.errorf("turn %q begins a second time", rec.turn)
 		}
-		d.seenTurns[rec.turn] = true
 		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
 		if rec.startUnixNs != 0 {
 			t.Start = time.Unix(0, rec.startUnixNs)
 		}
-		d.open[rec.turn] = t
-		d.order = append(d.order, rec.turn)
+		d.turns.begin(rec.turn, t)
 		return nil, nil
 	case "chunk":
 		t, err := d.turn(rec.turn)
@@ -381,7 +372,7 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if err := checkLimits(t); err != nil {
 			return nil, d.errorf("turn %q: %v", rec.turn, err)
 		}
-		delete(d.open, rec.turn)
+		d.turns.end(rec.turn)
 		d.sizeHint = min(max(d.sizeHint, len(t.Chunks)), 4096)
 		if len(t.Chunks) == 0 {
 			t.Chunks = nil
@@ -407,16 +398,15 @@ func (d *NativeReader) turn(id string) (*pipeline.Turn, error) {
 	if id == "" {
 		return nil, d.errorf(`%s record without "turn" id`, d.rec.typ)
 	}
-	if t, ok := d.open[id]; ok {
+	t, ok, ended := d.turns.get(id)
+	switch {
+	case ok:
 		return t, nil
-	}
-	if d.seenTurns[id] {
+	case ended:
 		return nil, d.errorf("record for turn %q after its end", id)
 	}
-	d.seenTurns[id] = true
-	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
-	d.open[id] = t
-	d.order = append(d.order, id)
+	t = &pipeline.Turn{ID: id, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
+	d.turns.begin(id, t)
 	return t, nil
 }
 

@@ -112,3 +112,14 @@ func (s *scanner) endObject(what string) error {
 	}
 	return s.end(what)
 }
+
+// moreTop reports whether the array of the top-level object the scanner
+// is in has element i (from 0) next; after its last, it reads the rest of
+// the object (what) with endObject.
+func (s *scanner) moreTop(i int, what string) (bool, error) {
+	more, err := s.more(i)
+	if err != nil || more {
+		return more, err
+	}
+	return false, s.endObject(what)
+}
