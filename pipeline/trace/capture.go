@@ -203,15 +203,13 @@ func (d *CaptureReader) Next() (*pipeline.Turn, error) {
 // NextStream returns the next stream, with its Stats, or io.EOF.
 func (d *CaptureReader) NextStream() (*Stream, error) {
 	for !d.done {
-		line, last, err := d.lines.next()
-		switch {
-		case err == io.EOF:
+		line, last, err := d.lines.record(d.name, ErrCapture)
+		if err == io.EOF {
 			d.done = true
 			continue
-		case err == errLongLine:
-			return nil, d.errorf("line longer than %d bytes; want one JSON record per line", MaxCaptureLine)
-		case err != nil:
-			return nil, fmt.Errorf("%s:%d: %w", d.name, d.lines.line, err)
+		}
+		if err != nil {
+			return nil, err
 		}
 		if last {
 			d.done = true

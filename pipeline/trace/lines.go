@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -54,4 +55,17 @@ func (l *jsonLines) next() (line []byte, last bool, err error) {
 		return nil, false, err
 	}
 	return line[:len(line)-1], false, nil
+}
+
+// record is next for a reader of records: its errors name the input and
+// the line, a line too long wrapped in kind (the reader's format error).
+func (l *jsonLines) record(name string, kind error) (line []byte, last bool, err error) {
+	line, last, err = l.next()
+	switch {
+	case err == nil || err == io.EOF:
+		return line, last, err
+	case err == errLongLine:
+		return nil, false, fmt.Errorf("%w: %s:%d: line longer than %d bytes; want one JSON record per line", kind, name, l.line, l.max)
+	}
+	return nil, false, fmt.Errorf("%s:%d: %w", name, l.line, err)
 }

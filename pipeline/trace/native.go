@@ -235,15 +235,13 @@ func (d *NativeReader) errorf(format string, args ...any) error {
 // Next returns the next complete turn, or io.EOF after the last.
 func (d *NativeReader) Next() (*pipeline.Turn, error) {
 	for !d.done {
-		line, last, err := d.lines.next()
-		switch {
-		case err == io.EOF:
+		line, last, err := d.lines.record(d.name, ErrFormat)
+		if err == io.EOF {
 			d.done = true
 			continue
-		case err == errLongLine:
-			return nil, d.errorf("line longer than %d bytes; a record is one JSON object per line", MaxLine)
-		case err != nil:
-			return nil, fmt.Errorf("%s:%d: %w", d.name, d.lines.line, err)
+		}
+		if err != nil {
+			return nil, err
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
