@@ -43,8 +43,8 @@ boundary or inside a word. The voice's own pause at each kind of place is
 measured on the recording (the median of the silences at punctuation, the
 lower quartile between words) or taken from the voice model (--voice, a
 calibrated profile); a silence longer than that pause by 25 ms and 30% of it
-(60 ms between words; half the predicted gap where the engine predicts one, if
-that is less, but 25 ms at least) is an underrun, of the length beyond the
+(60 ms between words; half the gap the engine predicts there, where that gap
+is at least as long) is an underrun, of the length beyond the
 pause, and is accounted by the engine as analyze accounts the gaps it
 predicts. The trace's clock is set to the recording by its first sound (the
 first turn's first audio), or by --offset.

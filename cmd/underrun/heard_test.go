@@ -236,14 +236,7 @@ func judge(t *testing.T, r heardRun, wav string) score {
 		}
 		s.found++
 		if !used[i] {
-			// a short gap left out of the truth above is no false one
-			short := false
-			for _, g := range r.gaps {
-				if g.lengthMs < shortestGap && g.atMs >= h.StartMs-20 && g.atMs <= h.StartMs+h.LengthMs {
-					short = true
-				}
-			}
-			if short {
+			if r.shortGapIn(h.StartMs, h.LengthMs) {
 				s.found--
 				continue
 			}
@@ -331,6 +324,18 @@ func evaluate(t *testing.T, n int) map[string]*score {
 		}
 	}
 	return total
+}
+
+// shortGapIn reports whether the player counted a gap shorter than
+// shortestGap in the silence from startMs: left out of the truth, the
+// underrun heard there is no false one.
+func (r heardRun) shortGapIn(startMs, lengthMs float64) bool {
+	for _, g := range r.gaps {
+		if g.lengthMs < shortestGap && g.atMs >= startMs-20 && g.atMs <= startMs+lengthMs {
+			return true
+		}
+	}
+	return false
 }
 
 func ratio(a, b int) float64 {

@@ -401,8 +401,10 @@ func (r *Result) classify(h *Heard) {
 	case AtWord:
 		margin = WordMargin
 	}
-	if h.predicted > 0 { // the trace says the player ran dry here: half of that is enough
-		margin = max(DefaultMargin, min(margin, h.predicted/2))
+	// where the trace says the player ran dry for at least the margin, the
+	// silence is nearer a gap than the pause from half of that on
+	if h.predicted >= margin {
+		margin = min(margin, h.predicted/2)
 	}
 	h.Kind, h.Confidence = decide(h.Length()-h.Expected, margin)
 }
