@@ -1,11 +1,18 @@
 package sim
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts"
 )
 
 // TestTTSServerAtPublished checks the presets against the published
@@ -123,6 +130,194 @@ func TestTTSServerValidate(t *testing.T) {
 		err := s.Validate()
 		if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want ErrModel saying %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// testServer is a server whose streams slow to real time at about nine
+// at once: a stream's RTF passes 1 there.
+func testServer(sessions int) *TTSServer {
+	return &TTSServer{Name: "test", Sessions: sessions, Active: 0.5, Curve: []TTSLoad{
+		{Streams: 1, TTFA: 100 * time.Millisecond, RTF: 0.3},
+		{Streams: 8, TTFA: 300 * time.Millisecond, RTF: 0.9},
+	}}
+}
+
+// serverSetup sends a request per chunk (the published benchmarks'
+// clients do), so that each chunk waits the loaded time to first audio.
+func serverSetup(tb testing.TB, sessions int) Setup {
+	cfg := pipeline.DefaultConfig()
+	cfg.Synth.Mode = tts.ModeRequest
+	return Setup{Gen: *benchGenerator(tb), Config: cfg}.WithServer(testServer(sessions))
+}
+
+// TestServerOneSessionIsNoServer: one session on a server is always one
+// stream, so the run is the run without a server at the curve's first
+// point, turn for turn.
+func TestServerOneSessionIsNoServer(t *testing.T) {
+	t.Parallel()
+	set := serverSetup(t, 1)
+	opts := Options{Turns: 500, Seed: 3, Workers: 2}
+	with, err := set.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := with.Streams; q == nil || q.Min != 1 || q.Max != 1 || q.Mean != 1 {
+		t.Fatalf("streams %+v, want all 1", with.Streams)
+	}
+	plain := set
+	plain.Server = nil
+	plain.Config.Synth.TTFA, plain.Config.Synth.RTF = 100*time.Millisecond, 0.3
+	without, err := plain.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if without.Streams != nil {
+		t.Errorf("streams %+v without a server", without.Streams)
+	}
+	with.Streams = nil
+	if !reflect.DeepEqual(with, without) {
+		t.Errorf("one session differs from no server:\n%+v\n%+v", with, without)
+	}
+	if with.Interrupted == 0 && with.Goodput == 1 && with.SpeechSeconds == 0 {
+		t.Errorf("empty run %+v", with)
+	}
+}
+
+// TestServerSessionsHurt: goodput never rises with the sessions sharing
+// the server, the streams drawn follow 1 + Binomial(sessions-1, active),
+// and the run is the same on any number of workers.
+func TestServerSessionsHurt(t *testing.T) {
+	t.Parallel()
+	prev := 2.0
+	var goodputs []float64
+	for _, sessions := range []int{1, 4, 12, 20, 40} {
+		set := serverSetup(t, sessions)
+		var outs [][]byte
+		for _, workers := range []int{1, 4} {
+			r, err := set.Run(context.Background(), Options{Turns: 400, Seed: 5, Workers: workers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(r)
+			outs = append(outs, b)
+			if workers == 1 {
+				if r.Goodput > prev {
+					t.Errorf("%d sessions: goodput %v above %v with fewer", sessions, r.Goodput, prev)
+				}
+				prev = r.Goodput
+				goodputs = append(goodputs, r.Goodput)
+				want := 1 + float64(sessions-1)*0.5
+				if r.Streams == nil || math.Abs(r.Streams.Mean-want) > 0.1*want || r.Streams.Max > float64(sessions) || r.Streams.Min < 1 {
+					t.Errorf("%d sessions: streams %+v, want a mean near %v", sessions, r.Streams, want)
+				}
+			}
+		}
+		if string(outs[0]) != string(outs[1]) {
+			t.Errorf("%d sessions: 1 and 4 workers differ:\n%s\n%s", sessions, outs[0], outs[1])
+		}
+	}
+	if goodputs[0] < 0.99 || goodputs[len(goodputs)-1] > 0.01 {
+		t.Errorf("goodputs %v: want from all turns good to none", goodputs)
+	}
+}
+
+// TestFindSessions: the inversion over sessions names a count that meets
+// the target while one more does not, the same on 1 and 4 workers.
+func TestFindSessions(t *testing.T) {
+	t.Parallel()
+	set := serverSetup(t, 1)
+	lo, hi, err := set.Range(ParamSessions)
+	if err != nil || lo != 1 || hi != MaxSessions {
+		t.Fatalf("range %v..%v, %v", lo, hi, err)
+	}
+	var found []float64
+	for _, workers := range []int{1, 4} {
+		opts := Options{Turns: 300, Seed: 2, Workers: workers}
+		a, err := Find(context.Background(), set, ParamSessions, 0.9, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.Found || a.AtBound || a.Value != math.Floor(a.Value) || a.Value < 2 {
+			t.Fatalf("answer %s", a)
+		}
+		at := func(sessions float64) float64 {
+			s, err := set.With(ParamSessions, sessions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Run(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Goodput
+		}
+		if g, next := at(a.Value), at(a.Value+1); g < 0.9 || next >= 0.9 {
+			t.Errorf("%s: goodput %v there, %v at one more", a, g, next)
+		}
+		found = append(found, a.Value)
+	}
+	if found[0] != found[1] {
+		t.Errorf("sessions found %v on 1 and 4 workers", found)
+	}
+	// sessions need a server; ttfa is the server's once there is one
+	plain := set
+	plain.Server = nil
+	if _, err := plain.With(ParamSessions, 4); !errors.Is(err, ErrParam) {
+		t.Errorf("sessions without a server: %v", err)
+	}
+	if _, _, err := plain.Range(ParamSessions); !errors.Is(err, ErrParam) {
+		t.Errorf("sessions range without a server: %v", err)
+	}
+	if _, err := set.With(ParamTTFA, 1e8); !errors.Is(err, ErrParam) {
+		t.Errorf("ttfa with a server: %v", err)
+	}
+	if sw, err := ParseSweep("sessions=1:64:8"); err != nil || len(sw.Values()) != 8 {
+		t.Errorf("sessions sweep %v, %v", sw, err)
+	}
+}
+
+// TestCountedMatchesExact: quantiles of counted integers are those of
+// the integers themselves.
+func TestCountedMatchesExact(t *testing.T) {
+	t.Parallel()
+	counts := []int64{0, 5, 0, 3, 7, 1, 0, 0, 2}
+	var v []float64
+	for x, c := range counts {
+		for range c {
+			v = append(v, float64(x))
+		}
+	}
+	if got, want := counted(counts), exact(v); got != want {
+		t.Errorf("counted %+v, exact %+v", got, want)
+	}
+}
+
+// TestLoadDraws: the streams drawn follow 1 + Binomial(n, p) (mean and
+// variance), with Active 1 always every session.
+func TestLoadDraws(t *testing.T) {
+	t.Parallel()
+	srv := testServer(101)
+	srv.Active = 0.3
+	l := newLoad(srv, pipeline.DefaultConfig(), 1)
+	pcg := rand.NewPCG(0, 0)
+	var sum, sq float64
+	const n = 20000
+	for i := range n {
+		x := float64(l.streams(pcg, i) - 1)
+		sum += x
+		sq += x * x
+	}
+	mean := sum / n
+	variance := sq/n - mean*mean
+	if math.Abs(mean-30) > 0.3 || math.Abs(variance-21) > 1.5 {
+		t.Errorf("others: mean %v variance %v, want 30 and 21", mean, variance)
+	}
+	srv.Active = 1
+	l = newLoad(srv, pipeline.DefaultConfig(), 1)
+	for i := range 100 {
+		if got := l.streams(pcg, i); got != 101 {
+			t.Fatalf("active 1: %d streams, want 101", got)
 		}
 	}
 }
