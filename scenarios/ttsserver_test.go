@@ -1,10 +1,12 @@
 package scenarios
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
 
+	"github.com/speech-pipeline/underrun/sim"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -73,5 +75,39 @@ func TestParseServerErrors(t *testing.T) {
 			t.Parallel()
 			checkParseError(t, tt.yaml, tt.want)
 		})
+	}
+}
+
+// TestTTSServerScenario: the built-in tts-server scenario's goodput falls
+// as sessions join the server, from every turn clean to none, on the same
+// turns at every count.
+func TestTTSServerScenario(t *testing.T) {
+	t.Parallel()
+	s, err := Builtin("tts-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Setup.Server == nil || s.Setup.Server.Name != "riva-fastpitch" {
+		t.Fatalf("server %+v", s.Setup.Server)
+	}
+	prev := 2.0
+	var goodputs []float64
+	for _, sessions := range []float64{1, 16, 128, 256, 384, 512, 768} {
+		set, err := s.Setup.With(sim.ParamSessions, sessions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := set.Run(context.Background(), sim.Options{Turns: 300, Seed: s.Seed, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Goodput > prev {
+			t.Errorf("%v sessions: goodput %v above %v with fewer", sessions, r.Goodput, prev)
+		}
+		prev = r.Goodput
+		goodputs = append(goodputs, r.Goodput)
+	}
+	if goodputs[0] != 1 || goodputs[1] != 1 || goodputs[len(goodputs)-1] != 0 {
+		t.Errorf("goodputs %v: want 1 at 1 and 16 sessions, 0 at 768", goodputs)
 	}
 }

@@ -382,15 +382,25 @@ func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) err
 	if len(points) > 0 {
 		fmt.Fprintf(&b, "sweep %s: %d values, %d turns each (the same turns at every value)\n\n", sw, len(points), opts.Turns)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\tgoodput\t95%% interval\tinterrupted turns\tinterruptions/min\tTPOT p50 ms\tITL p99 ms\tITL max ms\t\n", sw.Param)
+		srv := s.Setup.Server
+		server := ""
+		if srv != nil {
+			server = "TTS streams p50\tp99\tfirst audio at p99 ms\tRTF at p99\t"
+		}
+		fmt.Fprintf(tw, "%s\tgoodput\t95%% interval\tinterrupted turns\tinterruptions/min\tTPOT p50 ms\tITL p99 ms\tITL max ms\t%s\n", sw.Param, server)
 		for _, p := range points {
 			r := p.Result
 			mark := ""
 			if r.Goodput < c.target {
 				mark = " <"
 			}
-			fmt.Fprintf(tw, "%s\t%.4f%s\t%.4f-%.4f\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t\n", sw.Param.Format(p.Value), r.Goodput, mark,
-				r.GoodputLow, r.GoodputHigh, r.Interrupted, r.InterruptionsRate, r.TPOT.P50, r.ITL.P99, r.ITL.Max)
+			server = ""
+			if q := r.Streams; srv != nil && q != nil {
+				ttfa, rtf := srv.At(int(math.Ceil(q.P99)))
+				server = fmt.Sprintf("%.0f\t%.0f\t%.1f\t%.3f\t", q.P50, q.P99, float64(ttfa)/1e6, rtf)
+			}
+			fmt.Fprintf(tw, "%s\t%.4f%s\t%.4f-%.4f\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%s\n", sw.Param.Format(p.Value), r.Goodput, mark,
+				r.GoodputLow, r.GoodputHigh, r.Interrupted, r.InterruptionsRate, r.TPOT.P50, r.ITL.P99, r.ITL.Max, server)
 		}
 		tw.Flush()
 		fmt.Fprintf(&b, "\n(< marks goodput below the target %g)\n", c.target)
