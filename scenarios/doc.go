@@ -45,6 +45,11 @@
 //	  wpm: 184
 //	  preroll: 0s
 //	  interruption: 150ms
+//	  server:                      # a TTS server shared by sessions (no ttfa or rtf beside it)
+//	    preset: riva-fastpitch     # riva-fastpitch magpie-a100, or curve: and source:
+//	    # curve: [{streams: 1, ttfa: 68ms, rtf: 0.098}, {streams: 4, ttfa: 81ms, rtf: 0.11}]
+//	    sessions: 16               # 1..1024 (default 1)
+//	    active: 0.6                # share of the time a session synthesizes (default 0.5)
 //	expect:                        # metric: number (equal) or "OP number"
 //	  interruptions: 0
 //	  speech_goodput: ">= 0.99"

@@ -161,6 +161,11 @@ func NewMetrics(r *pipeline.Report, mc *sim.Result) Metrics {
 		m["mc_itl_p50_ms"], m["mc_itl_p99_ms"], m["mc_itl_p999_ms"], m["mc_itl_max_ms"] = mc.ITL.P50, mc.ITL.P99, mc.ITL.P999, mc.ITL.Max
 		m["mc_tolerance_p1_ms"], m["mc_tolerance_p10_ms"] = mc.Tolerance.P1, mc.Tolerance.P10
 		m["mc_exposed_p99"], m["mc_exposed_p999"] = 0, 0
+		// the streams a shared TTS server held at once (NaN: no server)
+		m["mc_tts_streams_mean"], m["mc_tts_streams_p99"] = math.NaN(), math.NaN()
+		if q := mc.Streams; q != nil {
+			m["mc_tts_streams_mean"], m["mc_tts_streams_p99"] = q.Mean, q.P99
+		}
 		for _, e := range mc.Exposure {
 			switch e.Quantile {
 			case "p99":

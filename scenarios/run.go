@@ -77,7 +77,7 @@ func (s *Scenario) Evaluate(ctx context.Context, opts RunOptions) (*Evaluation, 
 		return nil, err
 	}
 	rep.Close()
-	mc, err := sim.Run(ctx, &s.Setup.Gen, cfg, sim.Options{Turns: mcTurns, Seed: s.Seed, Workers: opts.Workers})
+	mc, err := s.Setup.Run(ctx, sim.Options{Turns: mcTurns, Seed: s.Seed, Workers: opts.Workers})
 	if err != nil {
 		return nil, err
 	}

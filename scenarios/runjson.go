@@ -25,8 +25,26 @@ type RunJSON struct {
 
 // NewScenarioJSON describes s.
 func NewScenarioJSON(s *Scenario) ScenarioJSON {
-	return ScenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
+	out := ScenarioJSON{Name: s.Name, Doc: s.Doc, Source: s.Source, Generator: s.Setup.Gen.String(),
 		Seed: s.Seed, Turns: s.Turns, MonteCarlo: s.MonteCarlo, RooflineAccuracy: s.RooflineAccuracy()}
+	if srv := s.Setup.Server; srv != nil {
+		ttfa, rtf := srv.At(srv.Typical())
+		out.TTSServer = &TTSServerJSON{Name: srv.Name, Source: srv.Source, Sessions: srv.Sessions, Active: srv.Active,
+			Typical: srv.Typical(), TypicalTTFAMs: float64(ttfa) / 1e6, TypicalRTF: rtf}
+	}
+	return out
+}
+
+// TTSServerJSON describes the TTS server a scenario's sessions share:
+// the report's turns play at its typical load.
+type TTSServerJSON struct {
+	Name          string  `json:"name"`
+	Source        string  `json:"source"`
+	Sessions      int     `json:"sessions"`
+	Active        float64 `json:"active"`
+	Typical       int     `json:"typical_streams"`
+	TypicalTTFAMs float64 `json:"typical_ttfa_ms"`
+	TypicalRTF    float64 `json:"typical_rtf"`
 }
 
 // ScenarioJSON describes the scenario a run simulated.
@@ -41,6 +59,8 @@ type ScenarioJSON struct {
 	// RooflineAccuracy is the decode model's measured error band, for
 	// roofline generators.
 	RooflineAccuracy *sim.Accuracy `json:"roofline_accuracy,omitempty"`
+	// TTSServer is the TTS server the sessions share, if any.
+	TTSServer *TTSServerJSON `json:"tts_server,omitempty"`
 }
 
 // CheckJSON is one expectation and its outcome; Got is null when the metric

@@ -134,6 +134,27 @@ type TTSFile struct {
 	TokenAudio   time.Duration  `yaml:"token_audio"`
 	Preroll      time.Duration  `yaml:"preroll"`
 	Interruption time.Duration  `yaml:"interruption"`
+	// Server, when set, is the TTS server the synthesizer shares with
+	// other sessions: its load curve sets the time to first audio and RTF.
+	Server *ServerFile `yaml:"server"`
+}
+
+// ServerFile is a TTS server shared by sessions: a preset (sim.TTSServers)
+// or an explicit load curve, and how many sessions share it and how
+// often each is synthesizing.
+type ServerFile struct {
+	Preset   string        `yaml:"preset"`
+	Source   string        `yaml:"source"`
+	Curve    []TTSLoadFile `yaml:"curve"`
+	Sessions int           `yaml:"sessions"`
+	Active   *float64      `yaml:"active"`
+}
+
+// TTSLoadFile is one point of a load curve.
+type TTSLoadFile struct {
+	Streams int           `yaml:"streams"`
+	TTFA    time.Duration `yaml:"ttfa"`
+	RTF     float64       `yaml:"rtf"`
 }
 
 // Scenario is a loaded, validated scenario, ready to run.
@@ -279,6 +300,13 @@ func (ld *loader) build(f File) (*Scenario, error) {
 		return nil, err
 	}
 	s.Setup = sim.Setup{Gen: gen, Config: cfg}
+	if f.TTS.Server != nil {
+		srv, err := ld.server(f.TTS)
+		if err != nil {
+			return nil, err
+		}
+		s.Setup = s.Setup.WithServer(srv)
+	}
 	if s.Expect, err = ld.expectations(f.Expect); err != nil {
 		return nil, err
 	}
@@ -638,6 +666,81 @@ func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 		return cfg, ld.fieldError("tts", err)
 	}
 	return cfg, nil
+}
+
+// DefaultActive is the share of the time a session on a TTS server is
+// synthesizing when the file does not say.
+const DefaultActive = 0.5
+
+// server reads tts.server: a preset or a curve (not both), the sessions
+// (default 1) and the share of the time each is active.
+func (ld *loader) server(t TTSFile) (*sim.TTSServer, error) {
+	f := t.Server
+	const at = "tts.server"
+	for _, c := range []struct {
+		field string
+		set   bool
+	}{{"tts.ttfa", t.TTFA != nil}, {"tts.rtf", t.RTF != nil}} {
+		if c.set {
+			return nil, ld.fieldErrorf(c.field, "give a tts server or %s, not both (the server's load curve sets it)", c.field)
+		}
+	}
+	var srv sim.TTSServer
+	switch {
+	case f.Preset != "" && len(f.Curve) > 0:
+		return nil, ld.fieldErrorf(at+".curve", "give a preset or a curve, not both")
+	case f.Preset != "":
+		var err error
+		if srv, err = sim.LookupTTSServer(f.Preset); err != nil {
+			return nil, ld.fieldError(at+".preset", err)
+		}
+		if f.Source != "" {
+			return nil, ld.fieldErrorf(at+".source", "a preset cites its own source (give a source with a curve)")
+		}
+	case len(f.Curve) > 0:
+		srv.Name, srv.Source = "curve", f.Source
+		for i, p := range f.Curve {
+			field := fmt.Sprintf("%s.curve[%d]", at, i)
+			switch {
+			case p.Streams < 1:
+				return nil, ld.fieldErrorf(field+".streams", "want a number of streams >= 1, got %d", p.Streams)
+			case i > 0 && p.Streams <= f.Curve[i-1].Streams:
+				return nil, ld.fieldErrorf(field+".streams", "want the curve sorted by streams, got %d after %d", p.Streams, f.Curve[i-1].Streams)
+			case p.TTFA < 0:
+				return nil, ld.fieldErrorf(field+".ttfa", "want a time to first audio >= 0, got %v", p.TTFA)
+			case !(p.RTF > 0) || math.IsInf(p.RTF, 0):
+				return nil, ld.fieldErrorf(field+".rtf", "want a real-time factor > 0, got %v", p.RTF)
+			}
+			srv.Curve = append(srv.Curve, sim.TTSLoad{Streams: p.Streams, TTFA: p.TTFA, RTF: p.RTF})
+		}
+	default:
+		return nil, ld.fieldErrorf(at, "want a preset (one of %s) or a curve", serverNames())
+	}
+	srv.Sessions, srv.Active = 1, DefaultActive
+	if f.Sessions != 0 {
+		if f.Sessions < 1 || f.Sessions > sim.MaxSessions {
+			return nil, ld.fieldErrorf(at+".sessions", "want a number of sessions in 1..%d, got %d", sim.MaxSessions, f.Sessions)
+		}
+		srv.Sessions = f.Sessions
+	}
+	if f.Active != nil {
+		if !(*f.Active > 0 && *f.Active <= 1) {
+			return nil, ld.fieldErrorf(at+".active", "want the share of the time a session is synthesizing, in (0, 1], got %v", *f.Active)
+		}
+		srv.Active = *f.Active
+	}
+	if err := srv.Validate(); err != nil {
+		return nil, ld.fieldError(at, err)
+	}
+	return &srv, nil
+}
+
+func serverNames() string {
+	names := make([]string, len(sim.TTSServers))
+	for i, s := range sim.TTSServers {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // Load reads a scenario from a file on disk.

@@ -78,3 +78,24 @@ func benchMonteCarlo(b *testing.B, turns int) {
 		b.ReportMetric((after-cpu).Seconds()/n*1e6, "cpu-µs/turn")
 	}
 }
+
+// BenchmarkMonteCarloServer is BenchmarkMonteCarlo with a TTS server of
+// 64 sessions, half of them active: a draw per turn and a playout per
+// stream count met.
+func BenchmarkMonteCarloServer(b *testing.B) {
+	b.ReportAllocs()
+	g := benchGenerator(b)
+	srv, err := LookupTTSServer("riva-fastpitch")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Sessions, srv.Active = 64, 0.5
+	set := Setup{Gen: *g, Config: pipeline.DefaultConfig()}.WithServer(&srv)
+	const turns = 20000
+	for b.Loop() {
+		if _, err := set.Run(context.Background(), Options{Turns: turns, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(turns*b.N)/b.Elapsed().Seconds(), "turns/s")
+}

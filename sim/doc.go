@@ -11,6 +11,9 @@
 // goroutine asks. Run plays many turns through the engine on every core
 // and summarizes them (speech goodput with a Wilson interval,
 // interruptions per minute, the ITL tail set against the stall
-// tolerance). RunSweep varies one Param; Solve finds the largest value of
-// one (the smallest pre-roll) that keeps speech goodput at a target.
+// tolerance). A Setup may share its synthesizer with other sessions on a
+// TTSServer: each Monte Carlo turn then draws how many streams the server
+// holds and plays at that load's time to first audio and RTF. RunSweep
+// varies one Param; Solve finds the largest value of one (the smallest
+// pre-roll) that keeps speech goodput at a target.
 package sim

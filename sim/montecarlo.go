@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -92,6 +93,10 @@ type Result struct {
 	Unbounded int       `json:"unbounded_positions"`
 	// Exposure sets the ITL tail against the tolerance.
 	Exposure []Exposure `json:"exposure"`
+	// Streams, with a TTS server, is the distribution over turns of the
+	// streams the server synthesized at once (the turn's own included);
+	// nil without one.
+	Streams *Quantiles `json:"tts_streams,omitempty"`
 }
 
 // countBuckets is the length of Result.Counts.
@@ -219,14 +224,82 @@ type worker struct {
 	tol     hist
 	unbound int64
 	err     error
+	// with a TTS server: the load drawn for each turn, a playout for
+	// each stream count met (made when first needed), and how many turns
+	// met each count
+	load     *load
+	playouts []*pipeline.Playout
+	streams  []int64
+	pcg      *rand.PCG
+}
+
+// load draws, for each turn, how many streams a TTS server synthesizes at
+// once: the turn's own and each of the other Sessions-1 sessions with
+// probability Active, 1 + Binomial(Sessions-1, Active), by inverting the
+// cumulative distribution with one uniform draw from an rng seeded by the
+// run's seed and the turn alone.
+type load struct {
+	server *TTSServer
+	cfg    pipeline.Config
+	seed   uint64
+	cdf    []float64 // cdf[k]: P(others <= k)
+}
+
+// loadSalt keeps the load's random numbers apart from the turns'.
+const loadSalt = 0x7e55e55105ad5a17
+
+func newLoad(srv *TTSServer, cfg pipeline.Config, seed uint64) *load {
+	n := srv.Sessions - 1
+	l := &load{server: srv, cfg: cfg, seed: splitmix64(seed ^ loadSalt), cdf: make([]float64, n+1)}
+	p := srv.Active
+	var c float64
+	for k := 0; k <= n; k++ {
+		switch {
+		case p == 1:
+			if k == n {
+				c = 1
+			}
+		default:
+			lg := lgamma(n+1) - lgamma(k+1) - lgamma(n-k+1)
+			c += math.Exp(lg + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
+		}
+		l.cdf[k] = c
+	}
+	l.cdf[n] = 1
+	return l
+}
+
+func lgamma(n int) float64 {
+	v, _ := math.Lgamma(float64(n))
+	return v
+}
+
+// streams returns the streams of turn i.
+func (l *load) streams(pcg *rand.PCG, i int) int {
+	pcg.Seed(l.seed, splitmix64(uint64(i)))
+	u := float64(pcg.Uint64()>>11) / (1 << 53)
+	k, _ := slices.BinarySearch(l.cdf, u)
+	return 1 + min(k, len(l.cdf)-1)
 }
 
 // Run simulates opts.Turns turns of gen through the speech model cfg on
 // opts.Workers goroutines and summarizes them. The result depends only on
 // gen, cfg, Turns and Seed.
 func Run(ctx context.Context, gen *Generator, cfg pipeline.Config, opts Options) (*Result, error) {
+	return run(ctx, gen, cfg, nil, opts)
+}
+
+// run is Run with a TTS server, when srv is not nil: each turn then plays
+// with the time to first audio and RTF of the streams drawn for it.
+func run(ctx context.Context, gen *Generator, cfg pipeline.Config, srv *TTSServer, opts Options) (*Result, error) {
 	if err := gen.Validate(); err != nil {
 		return nil, err
+	}
+	var ld *load
+	if srv != nil {
+		if err := srv.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Turns < 1 || opts.Turns > MaxRunTurns {
 		return nil, fmt.Errorf("%w: turns must be in 1..%d, got %d", ErrModel, MaxRunTurns, opts.Turns)
@@ -236,6 +309,9 @@ func Run(ctx context.Context, gen *Generator, cfg pipeline.Config, opts Options)
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, (opts.Turns+block-1)/block)
+	if srv != nil {
+		ld = newLoad(srv, cfg, opts.Seed)
+	}
 	stats := make([]turnStat, opts.Turns)
 	ws := make([]*worker, workers)
 	for i := range ws {
@@ -244,6 +320,12 @@ func Run(ctx context.Context, gen *Generator, cfg pipeline.Config, opts Options)
 			return nil, err
 		}
 		ws[i] = &worker{stream: gen.NewStream(opts.Seed), playout: p}
+		if ld != nil {
+			ws[i].load = ld
+			ws[i].playouts = make([]*pipeline.Playout, srv.Sessions+1)
+			ws[i].streams = make([]int64, srv.Sessions+1)
+			ws[i].pcg = rand.NewPCG(0, 0)
+		}
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -275,10 +357,21 @@ func Run(ctx context.Context, gen *Generator, cfg pipeline.Config, opts Options)
 	}
 	r := &Result{Turns: opts.Turns, Counts: make([]int, countBuckets)}
 	var itl, tol hist
+	var streams []int64
+	if ld != nil {
+		streams = make([]int64, srv.Sessions+1)
+	}
 	for _, w := range ws {
 		itl.merge(&w.itl)
 		tol.merge(&w.tol)
 		r.Unbounded += int(w.unbound)
+		for k, n := range w.streams {
+			streams[k] += n
+		}
+	}
+	if ld != nil {
+		q := counted(streams)
+		r.Streams = &q
 	}
 	perMinute := make([]float64, 0, len(stats))
 	tpots := make([]float64, 0, len(stats))
@@ -328,6 +421,19 @@ func Run(ctx context.Context, gen *Generator, cfg pipeline.Config, opts Options)
 func (w *worker) turn(i int, s *turnStat) error {
 	t := w.stream.Turn(i)
 	p := w.playout
+	if w.load != nil {
+		n := w.load.streams(w.pcg, i)
+		w.streams[n]++
+		if p = w.playouts[n]; p == nil {
+			cfg := w.load.cfg
+			cfg.Synth.TTFA, cfg.Synth.RTF = w.load.server.At(n)
+			var err error
+			if p, err = pipeline.NewPlayout(cfg, ""); err != nil {
+				return fmt.Errorf("tts server at %d streams: %w", n, err)
+			}
+			w.playouts[n] = p
+		}
+	}
 	if err := p.PlayTurn(t); err != nil {
 		return fmt.Errorf("simulated turn %d: %w", i, err)
 	}
@@ -396,6 +502,50 @@ func exact(v []float64) Quantiles {
 		Mean: sum / float64(len(v)), Min: v[0], Max: v[len(v)-1],
 		P1: pipeline.Percentile(v, 1), P10: pipeline.Percentile(v, 10), P50: pipeline.Percentile(v, 50),
 		P90: pipeline.Percentile(v, 90), P99: pipeline.Percentile(v, 99), P999: pipeline.Percentile(v, 99.9),
+	}
+}
+
+// counted summarizes integers given as counts (counts[v] values equal
+// to v) exactly as exact would summarize the values themselves.
+func counted(counts []int64) Quantiles {
+	var n, sum int64
+	lo, hi := -1, 0
+	for v, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if lo < 0 {
+			lo = v
+		}
+		hi = v
+		n += c
+		sum += int64(v) * c
+	}
+	if n == 0 {
+		return Quantiles{}
+	}
+	// at returns the value of rank r (0-based) in sorted order
+	at := func(r int64) float64 {
+		for v, c := range counts {
+			if r < c {
+				return float64(v)
+			}
+			r -= c
+		}
+		return float64(hi)
+	}
+	pct := func(p float64) float64 {
+		h := float64(n-1) * p / 100
+		f := math.Floor(h)
+		x := at(int64(f))
+		if f+1 < float64(n) {
+			x += (h - f) * (at(int64(f)+1) - x)
+		}
+		return x
+	}
+	return Quantiles{
+		Mean: float64(sum) / float64(n), Min: float64(lo), Max: float64(hi),
+		P1: pct(1), P10: pct(10), P50: pct(50), P90: pct(90), P99: pct(99), P999: pct(99.9),
 	}
 }
 

@@ -30,10 +30,12 @@ const (
 	ParamTTFA Param = "ttfa"
 	// ParamPreroll is the player's pre-roll.
 	ParamPreroll Param = "preroll"
+	// ParamSessions is the number of sessions sharing the TTS server.
+	ParamSessions Param = "sessions"
 )
 
 // Params lists the parameters in help order.
-var Params = []Param{ParamTPOT, ParamBatch, ParamRate, ParamPrompt, ParamTTFA, ParamPreroll}
+var Params = []Param{ParamTPOT, ParamBatch, ParamRate, ParamPrompt, ParamTTFA, ParamPreroll, ParamSessions}
 
 // ErrParam reports a parameter that does not exist or does not apply.
 var ErrParam = errors.New("invalid parameter")
@@ -66,8 +68,12 @@ func (p Param) IsDuration() bool {
 }
 
 // Increasing reports whether more of the parameter helps speech (only the
-// pre-roll does; more TPOT, batch, load or TTS latency hurts).
+// pre-roll does; more TPOT, batch, load, TTS latency or sessions on the
+// TTS server hurts).
 func (p Param) Increasing() bool { return p == ParamPreroll }
+
+// integer reports whether the parameter takes whole values only.
+func (p Param) integer() bool { return p == ParamBatch || p == ParamSessions }
 
 // Format writes a value of the parameter as people read it.
 func (p Param) Format(v float64) string {
@@ -97,16 +103,41 @@ func (p Param) parseValue(s string) (float64, error) {
 	return v, nil
 }
 
-// Setup is what a simulation runs: a generator and a speech model.
+// Setup is what a simulation runs: a generator and a speech model, and
+// optionally the TTS server the synthesizer shares with other sessions.
 type Setup struct {
 	Gen    Generator
 	Config pipeline.Config
+	// Server, when set, sets each Monte Carlo turn's time to first audio
+	// and RTF from the streams it holds at once (Config.Synth's are those
+	// of its typical load, for single turns); nil: Config.Synth alone.
+	Server *TTSServer
+}
+
+// WithServer returns a copy with the TTS server srv (nil: none), its
+// typical load's time to first audio and RTF set in Config.Synth.
+func (s Setup) WithServer(srv *TTSServer) Setup {
+	s.Server = srv
+	if srv != nil {
+		s.Config.Synth.TTFA, s.Config.Synth.RTF = srv.At(srv.Typical())
+	}
+	return s
 }
 
 // With returns a copy with one parameter set.
 func (s Setup) With(p Param, v float64) (Setup, error) {
 	switch p {
+	case ParamSessions:
+		if s.Server == nil {
+			return s, fmt.Errorf("%w: %s needs a tts server", ErrParam, p)
+		}
+		srv := *s.Server
+		srv.Sessions = int(math.Round(v))
+		s = s.WithServer(&srv)
 	case ParamTTFA:
+		if s.Server != nil {
+			return s, fmt.Errorf("%w: %s is set by the tts server's load curve (vary sessions instead)", ErrParam, p)
+		}
 		s.Config.Synth.TTFA = time.Duration(v)
 	case ParamPreroll:
 		s.Config.Preroll = time.Duration(v)
@@ -122,7 +153,7 @@ func (s Setup) With(p Param, v float64) (Setup, error) {
 
 // Run simulates the setup.
 func (s Setup) Run(ctx context.Context, opts Options) (*Result, error) {
-	return Run(ctx, &s.Gen, s.Config, opts)
+	return run(ctx, &s.Gen, s.Config, s.Server, opts)
 }
 
 // Sweep varies one parameter from From to To in steps of Step.
@@ -286,7 +317,7 @@ func Solve(ctx context.Context, s Setup, p Param, lo, hi, target float64, opts O
 		}
 		return r.Goodput, nil
 	}
-	integer := p == ParamBatch
+	integer := p.integer()
 	// good is the end that meets the target, bad the end that does not.
 	good, bad := lo, hi
 	if p.Increasing() {
@@ -352,16 +383,24 @@ func Find(ctx context.Context, s Setup, p Param, target float64, opts Options) (
 // Range returns the span an inversion of p searches by default: TPOT 1 ms
 // to 1 s; batch 1 to the largest that fits in memory; request rate and
 // prompt length up to a prefill load of 0.99; TTS latency 0 to 5 s;
-// pre-roll 0 to 20 s.
+// pre-roll 0 to 20 s; sessions on the TTS server 1 to MaxSessions.
 func (s Setup) Range(p Param) (lo, hi float64, err error) {
 	r, roofline := s.Gen.Timing.(Roofline)
 	switch p {
+	case ParamSessions:
+		if s.Server == nil {
+			return 0, 0, fmt.Errorf("%w: %s needs a tts server", ErrParam, p)
+		}
+		return 1, MaxSessions, nil
 	case ParamTPOT:
 		if roofline {
 			return 0, 0, paramError(p, "roofline")
 		}
 		return float64(time.Millisecond), float64(time.Second), nil
 	case ParamTTFA:
+		if s.Server != nil {
+			return 0, 0, fmt.Errorf("%w: %s is set by the tts server's load curve (find sessions instead)", ErrParam, p)
+		}
 		return 0, float64(5 * time.Second), nil
 	case ParamPreroll:
 		return 0, float64(20 * time.Second), nil

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,10 +41,12 @@ expectations (the metrics they may name: ` + "`underrun scenarios --metrics`" + 
 interruption rate and goodput per value, then the inverse answer: the
 largest value (the smallest pre-roll) that keeps speech goodput at or above
 --goodput-target. --find PARAM answers that question over a wide default
-range. PARAM is one of tpot, batch, rate, prompt, ttfa, preroll (tpot for
-constant, lognormal, gamma and empirical generators; batch, rate and prompt
-for roofline ones: rate and prompt are the interfering prefill load, batch
-is the number of clients of a closed loop).
+range. PARAM is one of tpot, batch, rate, prompt, ttfa, preroll, sessions
+(tpot for constant, lognormal, gamma and empirical generators; batch, rate
+and prompt for roofline ones: rate and prompt are the interfering prefill
+load, batch is the number of clients of a closed loop; sessions for a
+scenario with a tts server: how many sessions share it, 1 to 1024, ttfa
+then being the server's).
 
 Exit codes: 0 every expectation held (or, with none, the report passed);
 1 an expectation failed; 2 bad usage or a bad scenario file.`
@@ -54,6 +57,7 @@ const simExample = `  underrun sim tpot-50ms
   underrun sim tpot-50ms --sweep tpot=20ms:300ms:20ms
   underrun sim gpu-h200 --sweep batch=8:128:8 --goodput-target 0.995
   underrun sim prefill-chunked --find rate --find prompt
+  underrun sim tts-server --sweep sessions=8:64:8
   underrun sim policy-sentence --find preroll --chunking sentence --tts-latency 250ms`
 
 type simCommand struct {
@@ -147,6 +151,14 @@ func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario,
 	if fs.Changed("tts-latency") && !fs.Changed("tts-continuation") {
 		cfg.Synth.Continuation = min(cfg.Synth.Continuation, cfg.Synth.TTFA)
 	}
+	if srv := s.Setup.Server; srv != nil {
+		for _, flag := range []string{"tts-latency", "rtf"} {
+			if fs.Changed(flag) {
+				return nil, usagef("--%s: the scenario's tts server (%s) sets the time to first audio and RTF from its load; vary its sessions instead (--sweep sessions=FROM:TO:STEP)", flag, srv.Name)
+			}
+		}
+		s.Setup = s.Setup.WithServer(srv) // a voice or stack flag replaced the server's figures
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{err}
 	}
@@ -194,7 +206,7 @@ func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) erro
 	}
 	var mc *sim.Result
 	if s.MonteCarlo > 0 {
-		if mc, err = sim.Run(cmd.Context(), &s.Setup.Gen, s.Setup.Config, c.options(s)); err != nil {
+		if mc, err = s.Setup.Run(cmd.Context(), c.options(s)); err != nil {
 			return err
 		}
 	}
@@ -224,6 +236,11 @@ func describeScenario(w io.Writer, s *scenarios.Scenario) {
 	if a := s.RooflineAccuracy(); a != nil {
 		fmt.Fprintf(w, "the decode timing is a model, not a measurement: against %d published measurements it predicted %.2f-%.2fx the measured TPOT (80%% of points; median %.2fx, %.0f%% within 20%%, worst %.2fx-%.2fx; every point is in cmd/underrun/docs/simulate.md)\n",
 			a.Points, a.P10, a.P90, a.Median, 100*a.Within20, a.Low, a.High)
+	}
+	if srv := s.Setup.Server; srv != nil {
+		ttfa, rtf := srv.At(srv.Typical())
+		fmt.Fprintf(w, "tts server: %s, %d sessions each synthesizing %.0f%% of the time; the report's turns play at the typical %d streams (first audio %v, RTF %.3f), each Monte Carlo turn at the streams drawn for it; source: %s\n",
+			srv.Name, srv.Sessions, 100*srv.Active, srv.Typical(), ttfa.Round(10*time.Microsecond), rtf, srv.Source)
 	}
 	fmt.Fprintf(w, "turns: %d through the report, %d in the Monte Carlo run; seed %d\n\n", s.Turns, s.MonteCarlo, s.Seed)
 }
@@ -287,6 +304,9 @@ func writeMonteCarlo(b *strings.Builder, r *sim.Result) {
 		fmt.Fprintf(b, " %d%s: %d (%.2f%%)", n, plus, k, 100*float64(k)/float64(max(1, r.Turns)))
 	}
 	b.WriteString("\n")
+	if q := r.Streams; q != nil {
+		fmt.Fprintf(b, "  tts server streams at once: mean %.2f, p50 %.0f, p99 %.0f, max %.0f\n", q.Mean, q.P50, q.P99, q.Max)
+	}
 	fmt.Fprintf(b, "  TPOT ms: mean %.1f, p50 %.1f, p99 %.1f, max %.1f\n", r.TPOT.Mean, r.TPOT.P50, r.TPOT.P99, r.TPOT.Max)
 	fmt.Fprintf(b, "  ITL ms: p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f\n", r.ITL.P50, r.ITL.P90, r.ITL.P99, r.ITL.P999, r.ITL.Max)
 	fmt.Fprintf(b, "  stall tolerance ms (%d positions after the player started, %d unbounded): min %.0f, p1 %.0f, p10 %.0f, p50 %.0f\n",
@@ -362,15 +382,25 @@ func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) err
 	if len(points) > 0 {
 		fmt.Fprintf(&b, "sweep %s: %d values, %d turns each (the same turns at every value)\n\n", sw, len(points), opts.Turns)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\tgoodput\t95%% interval\tinterrupted turns\tinterruptions/min\tTPOT p50 ms\tITL p99 ms\tITL max ms\t\n", sw.Param)
+		srv := s.Setup.Server
+		server := ""
+		if srv != nil {
+			server = "TTS streams p50\tp99\tfirst audio at p99 ms\tRTF at p99\t"
+		}
+		fmt.Fprintf(tw, "%s\tgoodput\t95%% interval\tinterrupted turns\tinterruptions/min\tTPOT p50 ms\tITL p99 ms\tITL max ms\t%s\n", sw.Param, server)
 		for _, p := range points {
 			r := p.Result
 			mark := ""
 			if r.Goodput < c.target {
 				mark = " <"
 			}
-			fmt.Fprintf(tw, "%s\t%.4f%s\t%.4f-%.4f\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t\n", sw.Param.Format(p.Value), r.Goodput, mark,
-				r.GoodputLow, r.GoodputHigh, r.Interrupted, r.InterruptionsRate, r.TPOT.P50, r.ITL.P99, r.ITL.Max)
+			server = ""
+			if q := r.Streams; srv != nil && q != nil {
+				ttfa, rtf := srv.At(int(math.Ceil(q.P99)))
+				server = fmt.Sprintf("%.0f\t%.0f\t%.1f\t%.3f\t", q.P50, q.P99, float64(ttfa)/1e6, rtf)
+			}
+			fmt.Fprintf(tw, "%s\t%.4f%s\t%.4f-%.4f\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%s\n", sw.Param.Format(p.Value), r.Goodput, mark,
+				r.GoodputLow, r.GoodputHigh, r.Interrupted, r.InterruptionsRate, r.TPOT.P50, r.ITL.P99, r.ITL.Max, server)
 		}
 		tw.Flush()
 		fmt.Fprintf(&b, "\n(< marks goodput below the target %g)\n", c.target)

@@ -226,3 +226,36 @@ func TestScenariosCommand(t *testing.T) {
 		t.Errorf("unknown scenario: exit %d", code)
 	}
 }
+
+// TestSimTTSServer: a scenario with a TTS server says so, the Monte Carlo
+// reports the streams, --find sessions answers, and --tts-latency or
+// --rtf beside the server is refused.
+func TestSimTTSServer(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := simRun(t, "sim", "tts-server", "--monte-carlo", "200", "--find", "sessions")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"tts server: riva-fastpitch, 256 sessions", "docs.nvidia.com", "largest sessions with speech goodput >= 0.99: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, stderr = simRun(t, "sim", "tts-server", "--monte-carlo", "100")
+	if code != exitOK || !strings.Contains(out, "tts server streams at once: mean") {
+		t.Errorf("exit %d (%s):\n%s", code, stderr, out)
+	}
+	code, out, _ = simRun(t, "sim", "tts-server", "--monte-carlo", "50", "--sweep", "sessions=16:48:16")
+	if code != exitOK || !strings.Contains(out, "TTS streams p50") {
+		t.Errorf("sweep: exit %d:\n%s", code, out)
+	}
+	for _, flag := range []string{"--tts-latency=100ms", "--rtf=0.5"} {
+		code, _, stderr := simRun(t, "sim", "tts-server", flag)
+		if code != exitUsage || !strings.Contains(stderr, "tts server") {
+			t.Errorf("%s: exit %d, stderr %q", flag, code, stderr)
+		}
+	}
+	if code, _, stderr := simRun(t, "sim", "tpot-50ms", "--find", "sessions"); code != exitUsage || !strings.Contains(stderr, "needs a tts server") {
+		t.Errorf("sessions without a server: exit %d, stderr %q", code, stderr)
+	}
+}
