@@ -251,7 +251,7 @@ func writeSimText(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Res
 	b.Write(report)
 	if mc != nil {
 		b.WriteString("\n")
-		writeMonteCarlo(&b, mc)
+		mc.WriteText(&b)
 	}
 	if len(checks) > 0 {
 		b.WriteString("\nexpectations (they, not the report's verdict above, decide the exit status):\n")
@@ -284,37 +284,6 @@ func fmtGot(v float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.4g", v)
-}
-
-// writeMonteCarlo renders a Monte Carlo result for people.
-func writeMonteCarlo(b *strings.Builder, r *sim.Result) {
-	fmt.Fprintf(b, "Monte Carlo: %d turns, %.1f min of speech\n", r.Turns, r.SpeechSeconds/60)
-	fmt.Fprintf(b, "  speech goodput %.4f (95%% Wilson interval %.4f - %.4f): %d turns interrupted\n",
-		r.Goodput, r.GoodputLow, r.GoodputHigh, r.Interrupted)
-	fmt.Fprintf(b, "  interruptions: %d (%.0f ms), %.3f per minute of speech; glitches: %d\n",
-		r.Interruptions, r.InterruptionMs, r.InterruptionsRate, r.Glitches)
-	fmt.Fprintf(b, "  interruptions per minute, per turn: mean %.3f, p50 %.3f, p90 %.3f, p99 %.3f, max %.3f\n",
-		r.PerMinute.Mean, r.PerMinute.P50, r.PerMinute.P90, r.PerMinute.P99, r.PerMinute.Max)
-	b.WriteString("  turns by interruptions:")
-	for n, k := range r.Counts {
-		plus := ""
-		if n == len(r.Counts)-1 {
-			plus = "+"
-		}
-		fmt.Fprintf(b, " %d%s: %d (%.2f%%)", n, plus, k, 100*float64(k)/float64(max(1, r.Turns)))
-	}
-	b.WriteString("\n")
-	if q := r.Streams; q != nil {
-		fmt.Fprintf(b, "  tts server streams at once: mean %.2f, p50 %.0f, p99 %.0f, max %.0f\n", q.Mean, q.P50, q.P99, q.Max)
-	}
-	fmt.Fprintf(b, "  TPOT ms: mean %.1f, p50 %.1f, p99 %.1f, max %.1f\n", r.TPOT.Mean, r.TPOT.P50, r.TPOT.P99, r.TPOT.Max)
-	fmt.Fprintf(b, "  ITL ms: p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f, max %.1f\n", r.ITL.P50, r.ITL.P90, r.ITL.P99, r.ITL.P999, r.ITL.Max)
-	fmt.Fprintf(b, "  stall tolerance ms (%d positions after the player started, %d unbounded): min %.0f, p1 %.0f, p10 %.0f, p50 %.0f\n",
-		r.Positions, r.Unbounded, r.Tolerance.Min, r.Tolerance.P1, r.Tolerance.P10, r.Tolerance.P50)
-	for _, e := range r.Exposure {
-		fmt.Fprintf(b, "  an ITL at the %s (%.1f ms, %.1f ms over the median) would be heard at %.2f%% of positions\n",
-			e.Quantile, e.ITLMs, e.ExcessMs, 100*e.Exposed)
-	}
 }
 
 func writeSimJSON(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Result, checks []scenarios.Check, pass bool) error {
@@ -381,28 +350,7 @@ func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) err
 	describeScenario(&b, s)
 	if len(points) > 0 {
 		fmt.Fprintf(&b, "sweep %s: %d values, %d turns each (the same turns at every value)\n\n", sw, len(points), opts.Turns)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		srv := s.Setup.Server
-		server := ""
-		if srv != nil {
-			server = "TTS streams p50\tp99\tfirst audio at p99 ms\tRTF at p99\t"
-		}
-		fmt.Fprintf(tw, "%s\tgoodput\t95%% interval\tinterrupted turns\tinterruptions/min\tTPOT p50 ms\tITL p99 ms\tITL max ms\t%s\n", sw.Param, server)
-		for _, p := range points {
-			r := p.Result
-			mark := ""
-			if r.Goodput < c.target {
-				mark = " <"
-			}
-			server = ""
-			if q := r.Streams; srv != nil && q != nil {
-				ttfa, rtf := srv.At(int(math.Ceil(q.P99)))
-				server = fmt.Sprintf("%.0f\t%.0f\t%.1f\t%.3f\t", q.P50, q.P99, float64(ttfa)/1e6, rtf)
-			}
-			fmt.Fprintf(tw, "%s\t%.4f%s\t%.4f-%.4f\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%s\n", sw.Param.Format(p.Value), r.Goodput, mark,
-				r.GoodputLow, r.GoodputHigh, r.Interrupted, r.InterruptionsRate, r.TPOT.P50, r.ITL.P99, r.ITL.Max, server)
-		}
-		tw.Flush()
+		sim.WriteSweep(&b, sw, points, c.target, s.Setup.Server)
 		fmt.Fprintf(&b, "\n(< marks goodput below the target %g)\n", c.target)
 	} else {
 		fmt.Fprintf(&b, "each probe simulates the same %d turns\n", opts.Turns)
