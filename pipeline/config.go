@@ -28,6 +28,10 @@ type Config struct {
 	// Stack names the tts.Stack the policy and synthesizer came from, if
 	// any, for reports; it changes nothing in the engine.
 	Stack string
+	// Transport is the output transport between player and listener
+	// (none when zero): with one, the underruns are the gaps the listener
+	// hears through it (Playout.End).
+	Transport tts.Transport
 	// Preroll delays the player's start until this much audio is ready
 	// (or the whole turn's speech, if shorter); zero starts at the first
 	// audio.
@@ -148,6 +152,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := c.Synth.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.Transport.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {

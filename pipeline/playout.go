@@ -59,6 +59,7 @@ type Playout struct {
 	sortedITL         []time.Duration // medianITL's: the ITLs of the first sortedN chunks, sorted
 	sortedN           int             // 0: none yet (after resetTiming)
 	gapKinds          []uint8         // per underrun: how its chunk's text stood
+	heard             []Underrun      // hear's other slice: the player's underruns of the turn before
 	arrivals          [][]Arrival     // per speech chunk, with Config.Measured: its measured pieces
 	speech            time.Duration   // audio of the released chunks
 	earliestStart     time.Duration   // the latest of every chunk's first audio (and allowance) less the audio before it
@@ -364,4 +365,5 @@ func (p *Playout) finish() {
 	}
 	p.tolerance()
 	p.minPreroll()
+	p.hear()
 }

@@ -85,34 +85,37 @@ type ReportOptions struct {
 // Report accumulates turns and their playouts (Add), is finalized by Close,
 // and renders as JSON or text. Its JSON keys are stable.
 type Report struct {
-	Turns                  int               `json:"turns"`
-	TurnsOK                int               `json:"turns_ok"`
-	TurnsFailed            int               `json:"turns_failed"`
-	TurnsSilent            int               `json:"turns_silent"`
-	TurnsNotSpeech         int               `json:"turns_not_speech"` // text no voice could read, spoken per token (NotSpeech)
-	TTFT                   Summary           `json:"ttft_ms"`
-	TTFST                  Summary           `json:"ttfst_ms"`
-	TPOT                   Summary           `json:"tpot_ms"`
-	ITL                    Summary           `json:"itl_ms"`
-	E2EL                   Summary           `json:"e2el_ms"`
-	TTFA                   Summary           `json:"ttfa_ms"`
-	SpeechMs               float64           `json:"speech_ms"`
-	Underruns              Counter           `json:"underruns"`
-	Glitches               Counter           `json:"glitches"`
-	Interruptions          Counter           `json:"interruptions"`
-	Causes                 map[Cause]Counter `json:"causes"`
-	Positions              map[Position]int  `json:"positions"`
-	InterruptionsPerMinute float64           `json:"interruptions_per_minute"`
-	SpeechGoodput          float64           `json:"speech_goodput"`
-	MinPrerollMs           float64           `json:"min_preroll_ms"`
-	MaxSafeTPOTMs          *float64          `json:"max_safe_tpot_ms"`
-	TPOTSLOMs              float64           `json:"tpot_slo_ms"`
-	TurnsOverSLO           int               `json:"turns_over_tpot_slo"`
-	Verdict                Verdict           `json:"verdict"`
-	Config                 *ConfigReport     `json:"config,omitempty"`
-	PerTurn                []TurnReport      `json:"per_turn,omitempty"`
-	List                   []UnderrunReport  `json:"underrun_list,omitempty"`
-	Chunks                 []ChunkReport     `json:"chunks,omitempty"`
+	Turns          int               `json:"turns"`
+	TurnsOK        int               `json:"turns_ok"`
+	TurnsFailed    int               `json:"turns_failed"`
+	TurnsSilent    int               `json:"turns_silent"`
+	TurnsNotSpeech int               `json:"turns_not_speech"` // text no voice could read, spoken per token (NotSpeech)
+	TTFT           Summary           `json:"ttft_ms"`
+	TTFST          Summary           `json:"ttfst_ms"`
+	TPOT           Summary           `json:"tpot_ms"`
+	ITL            Summary           `json:"itl_ms"`
+	E2EL           Summary           `json:"e2el_ms"`
+	TTFA           Summary           `json:"ttfa_ms"`
+	SpeechMs       float64           `json:"speech_ms"`
+	Underruns      Counter           `json:"underruns"`
+	Glitches       Counter           `json:"glitches"`
+	Interruptions  Counter           `json:"interruptions"`
+	Causes         map[Cause]Counter `json:"causes"`
+	Positions      map[Position]int  `json:"positions"`
+	// Stopped counts the underruns in which the output transport
+	// signalled that the bot stopped speaking, mid-reply (Underrun.Stopped).
+	Stopped                int              `json:"stopped"`
+	InterruptionsPerMinute float64          `json:"interruptions_per_minute"`
+	SpeechGoodput          float64          `json:"speech_goodput"`
+	MinPrerollMs           float64          `json:"min_preroll_ms"`
+	MaxSafeTPOTMs          *float64         `json:"max_safe_tpot_ms"`
+	TPOTSLOMs              float64          `json:"tpot_slo_ms"`
+	TurnsOverSLO           int              `json:"turns_over_tpot_slo"`
+	Verdict                Verdict          `json:"verdict"`
+	Config                 *ConfigReport    `json:"config,omitempty"`
+	PerTurn                []TurnReport     `json:"per_turn,omitempty"`
+	List                   []UnderrunReport `json:"underrun_list,omitempty"`
+	Chunks                 []ChunkReport    `json:"chunks,omitempty"`
 	// Tools are the file's figures under the conventions of the benchmark
 	// tool that wrote it, compared with the summary it saved (set by the
 	// reader of a tool's file; see trace.Parity).
@@ -144,15 +147,18 @@ type ConfigReport struct {
 	// StackOverridden the figures of it that flags or keys replaced.
 	Stack           string   `json:"stack,omitempty"`
 	StackOverridden []string `json:"stack_overridden,omitempty"`
-	Chunking        string   `json:"chunking"`
-	WPM             float64  `json:"wpm"`
-	TokenAudioMs    float64  `json:"token_audio_ms"`
-	TTSMode         string   `json:"tts_mode"`
-	TTSLatencyMs    float64  `json:"tts_latency_ms"`
-	ContinuationMs  float64  `json:"tts_continuation_ms"`
-	RTF             float64  `json:"rtf"`
-	PrerollMs       float64  `json:"preroll_ms"`
-	InterruptionMs  float64  `json:"interruption_ms"`
+	// Transport is the output transport the underruns were heard
+	// through, if any (tts.Transport.String).
+	Transport      string  `json:"transport,omitempty"`
+	Chunking       string  `json:"chunking"`
+	WPM            float64 `json:"wpm"`
+	TokenAudioMs   float64 `json:"token_audio_ms"`
+	TTSMode        string  `json:"tts_mode"`
+	TTSLatencyMs   float64 `json:"tts_latency_ms"`
+	ContinuationMs float64 `json:"tts_continuation_ms"`
+	RTF            float64 `json:"rtf"`
+	PrerollMs      float64 `json:"preroll_ms"`
+	InterruptionMs float64 `json:"interruption_ms"`
 }
 
 // UnderrunReport is an underrun as reports and event logs show it.
@@ -169,6 +175,7 @@ type UnderrunReport struct {
 	Chunk       int      `json:"chunk"`
 	ITLMs       float64  `json:"itl_ms"`
 	ToleranceMs float64  `json:"tolerance_ms"`
+	Stopped     bool     `json:"stopped,omitempty"`
 }
 
 // How a speech chunk came to be released (ChunkReport.ReleasedBy).
@@ -245,7 +252,17 @@ func NewUnderrunReport(u Underrun) UnderrunReport {
 		Class: u.Class, Cause: u.Cause, Position: u.Position,
 		Token: u.Token, Chunk: u.Chunk,
 		ITLMs: Millis(u.ITL), ToleranceMs: Millis(u.Tolerance),
+		Stopped: u.Stopped,
 	}
+}
+
+// transportName is how the report's config names a transport: nothing
+// for none.
+func transportName(t tts.Transport) string {
+	if t.None() {
+		return ""
+	}
+	return t.String()
 }
 
 // NewReport returns an empty report.
@@ -268,6 +285,7 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 	}
 	r.Config = &ConfigReport{
 		Stack:          cfg.Stack,
+		Transport:      transportName(cfg.Transport),
 		ContinuationMs: Millis(cfg.Synth.Continuation),
 		Chunking:       name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
 		TTSMode: string(cfg.Synth.Timing()), TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
@@ -350,6 +368,9 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			c.add(u.Duration)
 			r.Causes[u.Cause] = c
 			r.Positions[u.Position]++
+			if u.Stopped {
+				r.Stopped++
+			}
 			if r.opts.KeepUnderruns && (r.opts.MaxUnderruns <= 0 || len(r.List) < r.opts.MaxUnderruns) {
 				r.List = append(r.List, NewUnderrunReport(u))
 			}
@@ -587,6 +608,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			b.WriteString("\n")
 		}
+		if c.Transport != "" {
+			fmt.Fprintf(&b, "transport: %s (underruns as the listener hears them)\n", c.Transport)
+		}
 		synth := fmt.Sprintf("TTS %s, first audio %s", c.TTSMode, fmtMs(c.TTSLatencyMs))
 		if c.TTSMode == string(tts.ModeStream) {
 			synth += ", continuation " + fmtMs(c.ContinuationMs)
@@ -644,6 +668,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " %s %d", p, r.Positions[Position(p)])
 		}
 		b.WriteString("\n")
+	}
+	if r.Stopped > 0 {
+		fmt.Fprintf(&b, "the transport signalled that the bot stopped speaking in %s, in the middle of a reply\n", plural(r.Stopped, "underrun"))
 	}
 	if r.TurnsNotSpeech > 0 {
 		tokenMs := 0.0

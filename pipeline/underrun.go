@@ -35,6 +35,10 @@ const (
 	// was still busy with earlier chunks, or produces audio slower than
 	// real time (RTF > 1) and starved the player inside a chunk.
 	CauseSynthesizer Cause = "synthesizer"
+	// CauseTransport: the player had the audio in time, but the output
+	// transport held it back (a partial frame waiting for the next
+	// chunk's audio, the listener's clock, or a sender falling behind).
+	CauseTransport Cause = "transport"
 )
 
 // Position says where in the text a gap fell.
@@ -81,6 +85,10 @@ type Underrun struct {
 	// Chunk is the index, from 0, of the speech chunk (the text the
 	// chunking policy released) that came late.
 	Chunk int `json:"chunk"`
+	// Stopped says that the output transport ended the synthesis segment
+	// during this gap and signalled that the bot stopped speaking
+	// (Transport.Idle), in the middle of the reply.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Unbounded is a stall tolerance with no limit: no later audio depends on

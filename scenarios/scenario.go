@@ -134,6 +134,9 @@ type TTSFile struct {
 	TokenAudio   time.Duration  `yaml:"token_audio"`
 	Preroll      time.Duration  `yaml:"preroll"`
 	Interruption time.Duration  `yaml:"interruption"`
+	// Transport is the output transport, as --transport writes it
+	// (tts.ParseTransport): a preset and any overrides.
+	Transport string `yaml:"transport"`
 	// Server, when set, is the TTS server the synthesizer shares with
 	// other sessions: its load curve sets the time to first audio and RTF.
 	Server *ServerFile `yaml:"server"`
@@ -653,6 +656,13 @@ func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 		if c.bad {
 			return cfg, ld.fieldErrorf(c.field, "want %s", c.want)
 		}
+	}
+	if t.Transport != "" {
+		tr, err := tts.ParseTransport(t.Transport)
+		if err != nil {
+			return cfg, ld.fieldError("tts.transport", err)
+		}
+		cfg.Transport = tr
 	}
 	if t.WPM > 0 {
 		cfg.Voice.WPM = t.WPM

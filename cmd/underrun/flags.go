@@ -27,6 +27,7 @@ type engineFlags struct {
 	stallFactor  float64
 	voice        string
 	stack        string
+	transport    string
 	fs           *pflag.FlagSet
 }
 
@@ -42,6 +43,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.ttsMode, "tts-mode", string(d.Synth.Timing()), "synthesizer timing: "+tts.ModeNames)
 	fs.DurationVar(&f.continuation, "tts-continuation", d.Synth.Continuation, "stream mode: time to first audio of every chunk after a turn's first (the text goes into the open context); when not given, no more than --tts-latency")
 	fs.Float64Var(&f.rtf, "rtf", d.Synth.RTF, "synthesizer real-time factor (0 instant, >1 slower than real time)")
+	fs.StringVar(&f.transport, "transport", "none", "output transport between player and listener (`underrun transports`): its frames, clock and pacing decide what the listener hears: none, "+tts.TransportNames()+"; overrides after commas, e.g. pipecat,idle=0")
 	fs.DurationVar(&f.preroll, "preroll", 0, "audio the player buffers before it starts (0: start at first audio)")
 	fs.DurationVar(&f.interruption, "interruption", pipeline.DefaultInterruption, "shortest underrun counted as an interruption")
 	fs.Float64Var(&f.stallFactor, "stall-factor", pipeline.DefaultStallFactor, "an ITL this many times the turn's median ITL is a stall")
@@ -88,6 +90,11 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 	if given("rtf") {
 		cfg.Synth.RTF = f.rtf
 	}
+	tr, err := tts.ParseTransport(f.transport)
+	if err != nil {
+		return cfg, usagef("--transport: %w", err)
+	}
+	cfg.Transport = tr
 	cfg.Preroll = f.preroll
 	cfg.Interruption = f.interruption
 	cfg.StallFactor = f.stallFactor

@@ -141,6 +141,7 @@ func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario,
 		{"tts-continuation", func() { cfg.Synth.Continuation = flagCfg.Synth.Continuation }},
 		{"rtf", func() { cfg.Synth.RTF = flagCfg.Synth.RTF }},
 		{"preroll", func() { cfg.Preroll = flagCfg.Preroll }},
+		{"transport", func() { cfg.Transport = flagCfg.Transport }},
 		{"interruption", func() { cfg.Interruption = flagCfg.Interruption }},
 		{"stall-factor", func() { cfg.StallFactor = flagCfg.StallFactor }},
 	} {

@@ -70,7 +70,7 @@ func (r *speakRun) open() (err error) {
 		}
 		r.wav = player.NewWAV(r.wavFile, r.rate)
 	}
-	opts := player.Options{Preroll: r.cfg.Preroll, OnGap: r.gapEvent}
+	opts := player.Options{Preroll: r.cfg.Preroll, OnGap: r.gapEvent, Transport: r.cfg.Transport}
 	if r.wav != nil {
 		opts.Record = r.wav.Write
 	}

@@ -391,6 +391,13 @@ func (t *Turn) sentLocked(c *Timing) {
 
 // over marks chunk c's audio as complete.
 func (t *Turn) over(c *Timing) {
+	if t.p.mode != tts.ModeStream {
+		// a request per chunk: each ends a synthesis segment, whose
+		// partial frame an output transport sends now
+		if err := t.p.cfg.Player.EndSegment(t.rec.ID); err != nil {
+			t.fail(c, err)
+		}
+	}
 	t.mu.Lock()
 	snap := *c
 	t.mu.Unlock()

@@ -91,6 +91,14 @@ type Options struct {
 	// order: what the listener heard (a WAV file). It is called from the
 	// goroutine draining the buffer and must not keep the slice.
 	Record func(samples []float32)
+	// Transport, when set, sends each turn's audio to the listener as
+	// that output transport does (tts.Sender): in its frames, a partial
+	// frame held for the next audio, padding, the listener's clock and a
+	// drifting sender; the gaps are then what the listener hears through
+	// it, as the playout engine's Config.Transport predicts them. A
+	// segment ends at Finish, and at EndSegment where the synthesizer
+	// takes a request per chunk.
+	Transport tts.Transport
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -144,6 +152,7 @@ type piece struct {
 	samples []float32
 	at      time.Time
 	chunk   int
+	pad     int64 // samples of silence the transport sends after it
 }
 
 type turn struct {
@@ -163,6 +172,17 @@ type turn struct {
 	done     chan struct{}
 	err      error
 	resample float64 // rate conversion remainder
+
+	// with Options.Transport: the sender, the audio added but not yet
+	// sent, in samples and in its sender's time, and the sample before
+	// which nothing may play (the padding of the last frame)
+	sender    *tts.Sender
+	pending   []float32
+	added     int64
+	addedTime time.Duration
+	sentAudio time.Duration
+	sentN     int64
+	holdUntil int64
 }
 
 type event struct {
@@ -235,6 +255,9 @@ func (p *Player) Begin(id string, begin time.Time) error {
 		return fmt.Errorf("%w %q: begun twice", ErrTurn, id)
 	}
 	t := &turn{id: id, begin: begin, done: make(chan struct{}), heard: Heard{Turn: id, Begin: begin}}
+	if !p.opts.Transport.None() {
+		t.sender = p.opts.Transport.NewSender(func(f tts.Sent) { p.sent(t, f) })
+	}
 	p.turns = append(p.turns, t)
 	p.byID[id] = t
 	return nil
@@ -271,8 +294,42 @@ func (p *Player) Add(id string, a tts.Audio, at time.Time, chunk int) (time.Time
 	if len(samples) == 0 {
 		return at, nil
 	}
+	if t.sender != nil {
+		t.pending = append(t.pending, samples...)
+		t.added += int64(len(samples))
+		was := t.addedTime
+		t.addedTime = p.period(t.added)
+		t.sender.Add(t.addedTime-was, at.Sub(t.begin), chunk)
+		return at, nil
+	}
 	t.pieces = append(t.pieces, piece{samples: samples, at: at, chunk: chunk})
 	return at, nil
+}
+
+// sent takes a frame the transport sent off turn t's pending audio (mu
+// held).
+func (p *Player) sent(t *turn, f tts.Sent) {
+	t.sentAudio += f.Audio
+	n := int64(math.Round(t.sentAudio.Seconds()*float64(p.rate))) - t.sentN
+	n = min(max(n, 0), int64(len(t.pending)))
+	t.sentN += n
+	pad := int64(math.Round((f.Length - f.Audio).Seconds() * float64(p.rate)))
+	t.pieces = append(t.pieces, piece{samples: t.pending[:n:n], at: t.begin.Add(f.At), chunk: f.Chunk, pad: pad})
+	t.pending = t.pending[n:]
+}
+
+// EndSegment ends turn id's synthesis segment with its latest audio: the
+// transport sends the partial frame it held (Options.Transport; a
+// synthesizer that takes a request per chunk ends a segment with each).
+func (p *Player) EndSegment(id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, err := p.open(id)
+	if err != nil || t.sender == nil {
+		return err
+	}
+	t.sender.End(0)
+	return nil
 }
 
 // Finish says that turn id has no more audio, as of at.
@@ -282,6 +339,10 @@ func (p *Player) Finish(id string, at time.Time) error {
 	t, err := p.open(id)
 	if err != nil {
 		return err
+	}
+	if t.sender != nil {
+		t.sender.End(0)
+		t.pending = nil
 	}
 	t.finished, t.finishAt = true, at
 	return nil
@@ -377,7 +438,12 @@ func (p *Player) next(k int64, due, by time.Time) float32 {
 			t.heard.Start = due.Sub(t.begin)
 			t.heard.FirstSample = k
 		}
-		if len(t.pieces) > 0 && !t.pieces[0].at.After(by) {
+		if t.sender != nil {
+			if d, ok := t.sender.Deadline(); ok && !t.begin.Add(d).After(by) {
+				t.sender.Expire() // the framework sends what it held, for silence
+			}
+		}
+		if len(t.pieces) > 0 && !t.pieces[0].at.After(by) && p.onClock(t, k) {
 			pc := &t.pieces[0]
 			v := pc.samples[t.head]
 			if t.gap != nil {
@@ -387,6 +453,7 @@ func (p *Player) next(k int64, due, by time.Time) float32 {
 			t.heard.Samples++
 			t.lastEnd = due.Add(p.period(1))
 			if t.head == len(pc.samples) {
+				t.holdUntil = k + 1 + pc.pad
 				t.pieces[0] = piece{}
 				t.pieces = t.pieces[1:]
 				t.head = 0
@@ -413,6 +480,22 @@ func (p *Player) next(k int64, due, by time.Time) float32 {
 		return 0
 	}
 	return 0
+}
+
+// onClock reports whether turn t's next audio may play at sample k: not
+// within the padding of the last frame, and, after a gap, only on a tick
+// of the listener's clock, which runs on from the end of the padding.
+func (p *Player) onClock(t *turn, k int64) bool {
+	if k < t.holdUntil {
+		return false
+	}
+	tick := p.opts.Transport.Tick
+	if t.gap == nil || tick <= 0 {
+		return true
+	}
+	n := int64(math.Round(tick.Seconds() * float64(p.rate)))
+	from := max(t.gapFrom, t.holdUntil)
+	return n <= 1 || (k-from)%n == 0
 }
 
 // ready reports whether turn t may start at a sample whose audio is what

@@ -322,3 +322,61 @@ func TestRunWritesWAV(t *testing.T) {
 		t.Errorf("WAV sample %d = %v, want the turn's second sample %v", first+1, got.Samples[first+1], a.Samples[1])
 	}
 }
+
+// TestPlayerThroughTransport plays two 50 ms chunks, at 0 and 50 ms, that
+// a player without a transport plays back to back, through each preset:
+// the gaps the engine's model predicts for the same turn
+// (pipeline.TestTransportHandComputed), here with real samples and a
+// drifting sender that oversleeps 1 ms.
+func TestPlayerThroughTransport(t *testing.T) {
+	t.Parallel()
+	gap := func(start, d, chunk, played int) Gap {
+		return Gap{Start: ms(start), Duration: ms(d), StartSample: int64(start), Samples: int64(d), Chunk: chunk, Played: int64(played)}
+	}
+	tests := []struct {
+		transport string
+		start     time.Duration
+		gaps      []Gap
+	}{
+		{"none", 0, nil},
+		{"pipecat", 0, []Gap{gap(40, 10, 1, 40)}},
+		{"livekit", ms(50), nil},
+		{"telephony-20ms", 0, []Gap{gap(40, 20, 1, 40)}},
+		{"websocket-raw,overshoot=1ms", 0, []Gap{gap(20, 1, 0, 20), gap(41, 1, 0, 41), gap(52, 1, 1, 52), gap(73, 1, 1, 73), gap(94, 1, 1, 94)}},
+	}
+	for _, tt := range tests {
+		tr, err := tts.ParseTransport(tt.transport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []int{1, 7} {
+			h, _ := play(t, Options{Transport: tr}, []arrival{{0, 50, 0}, {50, 50, 1}}, 50, step, 1000)
+			if h.Start != tt.start || h.Speech != ms(100) {
+				t.Errorf("%s, step %d: start %v, speech %v; want %v, 100ms", tt.transport, step, h.Start, h.Speech, tt.start)
+			}
+			if !slices.Equal(h.Gaps, tt.gaps) {
+				t.Errorf("%s, step %d: gaps %+v, want %+v", tt.transport, step, h.Gaps, tt.gaps)
+			}
+		}
+	}
+}
+
+// TestPlayerTransportIdle: a 4 s stall after 50 ms of audio through
+// Pipecat's transport: the 10 ms it held goes out 3 s after the last audio,
+// padded, so the listener hears two gaps, as the engine predicts
+// (pipeline.TestTransportIdleStopsTheBot).
+func TestPlayerTransportIdle(t *testing.T) {
+	t.Parallel()
+	tr, err := tts.ParseTransport("pipecat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := play(t, Options{Transport: tr}, []arrival{{0, 50, 0}, {4000, 50, 1}}, 4000, 5, 5000)
+	want := []Gap{
+		{Start: ms(40), Duration: ms(2960), StartSample: 40, Samples: 2960, Chunk: 0, Played: 40},
+		{Start: ms(3010), Duration: ms(990), StartSample: 3010, Samples: 990, Chunk: 1, Played: 3010},
+	}
+	if !slices.Equal(h.Gaps, want) {
+		t.Errorf("gaps %+v, want %+v", h.Gaps, want)
+	}
+}

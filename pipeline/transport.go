@@ -1,0 +1,155 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// hear replaces the player's underruns with the gaps a listener hears
+// through Config.Transport, once the turn has played out: the turn's audio
+// is cut into the transport's frames, each frame leaves when its last
+// audio is ready (and, for a drifting sender, no sooner than its sleep
+// allows), and the listener plays frames back to back on the transport's
+// clock. A heard gap keeps the cause of the player's underrun in the same
+// speech chunks; one the player did not have is the transport's own.
+// The player's start becomes the listener's.
+func (p *Playout) hear() {
+	tr := &p.cfg.Transport
+	if tr.None() || len(p.Chunks) == 0 {
+		return
+	}
+	h := hearing{p: p, tr: tr, own: p.Underruns, out: p.heard[:0], lastOwn: -1}
+	s := tr.NewSender(h.frame)
+	perChunk := p.mode != modeStream // a request per chunk: each is a segment
+	for i := range p.Chunks {
+		c := &p.Chunks[i]
+		if c.Audio <= 0 {
+			continue
+		}
+		h.chunk = i
+		if s.Silent(c.Ready) {
+			s.Expire()
+			h.stopped = true // the bot has stopped speaking until this chunk's audio
+		}
+		p.readyPieces(c, i, func(audio, at time.Duration) { s.Add(audio, at, i) })
+		if perChunk {
+			s.End(c.Done)
+		}
+	}
+	s.End(p.Chunks[len(p.Chunks)-1].Done)
+	p.heard, p.Underruns = p.Underruns, h.out
+	if h.started {
+		p.startAt = h.start
+	}
+}
+
+// hearing is the listener's side of one turn through a transport.
+type hearing struct {
+	p   *Playout
+	tr  *tts.Transport
+	own []Underrun // the player's underruns, in time order
+	out []Underrun
+
+	chunk          int  // the speech chunk whose audio goes to the sender
+	next           int  // the first of own not yet looked at
+	lastOwn        int  // the last of own a heard gap took its cause from (-1: none)
+	started        bool // the listener has heard audio
+	stopped        bool // the next gap is one in which the bot stopped speaking
+	start, playEnd time.Duration
+	pad            time.Duration // the silence that fills the last frame played after playEnd
+}
+
+// frame plays one frame as the transport sent it: back to back with the
+// one before, or, when it comes later than that one's end (and padding),
+// at the next tick of the listener's clock.
+func (h *hearing) frame(f tts.Sent) {
+	if !h.started {
+		t := max(f.At, h.p.startAt)
+		h.started, h.start, h.playEnd = true, t, t
+	} else if free := h.playEnd + h.pad; f.At > free || h.pad > 0 {
+		t := free
+		if f.At > free {
+			t = h.onTick(free, f.At)
+		}
+		last := f.Chunk
+		if f.Stopped {
+			last = h.chunk // the framework sent what it held because this chunk was late
+		}
+		h.gap(f.From, last, h.playEnd, t-h.playEnd)
+		h.playEnd = t
+	}
+	h.playEnd += f.Audio
+	h.pad = f.Length - f.Audio
+}
+
+// onTick is the first tick of the listener's clock, which runs on from
+// from, at or after t.
+func (h *hearing) onTick(from, t time.Duration) time.Duration {
+	if h.tr.Tick <= 0 || t <= from {
+		return t
+	}
+	k := (t - from + h.tr.Tick - 1) / h.tr.Tick
+	return from + k*h.tr.Tick
+}
+
+// gap records a heard gap before a frame of chunks first to last. It
+// takes the cause of the first of the player's own underruns in those
+// chunks not yet taken (those in earlier chunks the transport's lag
+// absorbed); failing that, of the last one taken if it was in the same
+// chunk (a slow synthesizer keeps the listener waiting frame after
+// frame); failing that, the transport caused it.
+func (h *hearing) gap(first, last int, at, d time.Duration) {
+	p := h.p
+	for h.next < len(h.own) && h.own[h.next].Chunk < first {
+		h.next++
+	}
+	var u Underrun
+	switch {
+	case h.next < len(h.own) && h.own[h.next].Chunk <= last:
+		u = h.own[h.next]
+		h.lastOwn = h.next
+		h.next++
+	case h.sentOwn(last):
+		u = h.own[h.lastOwn]
+	default:
+		c := &p.Chunks[last]
+		u = Underrun{Cause: CauseTransport, Position: p.position(c.From), Chunk: last, Token: c.First, ITL: p.itl(c.First)}
+	}
+	fresh := p.newUnderrun(u.Chunk, at, d)
+	u.Start, u.Duration, u.StartSample, u.Samples, u.Class = fresh.Start, fresh.Duration, fresh.StartSample, fresh.Samples, fresh.Class
+	switch u.Cause {
+	case CauseStall, CausePace, CauseStartup:
+		u.Tolerance = max(0, u.ITL-d)
+	case CauseTransport:
+		u.Tolerance = 0
+	}
+	u.Stopped, h.stopped = h.stopped, false
+	h.out = append(h.out, u)
+}
+
+// sentOwn reports whether the last underrun of the player's a heard gap
+// took its cause from was in speech chunk c.
+func (h *hearing) sentOwn(c int) bool {
+	return h.lastOwn >= 0 && h.own[h.lastOwn].Chunk == c
+}
+
+// readyPieces hands the audio of speech chunk c (index i) to add in the
+// pieces in which it became ready: its measured arrivals, or the
+// synthesizer's frames (all at once at its first audio when it produces
+// instantly).
+func (p *Playout) readyPieces(c *SpeechChunk, i int, add func(audio, at time.Duration)) {
+	if i < len(p.arrivals) && len(p.arrivals[i]) > 0 {
+		for _, a := range p.arrivals[i] {
+			add(a.Audio, a.At)
+		}
+		return
+	}
+	if p.cfg.Synth.RTF == 0 {
+		add(c.Audio, c.Ready)
+		return
+	}
+	for k, n := time.Duration(0), p.frames(c); k < n; k++ {
+		add(min(p.frame, c.Audio-k*p.frame), c.Ready+p.frameOffset(k))
+	}
+}
