@@ -96,9 +96,8 @@ func (h *hearing) onTick(from, t time.Duration) time.Duration {
 // gap records a heard gap before a frame of chunks first to last. It
 // takes the cause of the first of the player's own underruns in those
 // chunks not yet taken (those in earlier chunks the transport's lag
-// absorbed); failing that, of the last one taken if it was in the same
-// chunk (a slow synthesizer keeps the listener waiting frame after
-// frame); failing that, the transport caused it.
+// absorbed); failing that, of the last one taken if this gap is still its
+// wait (sameWait); failing that, the transport caused it.
 func (h *hearing) gap(first, last int, at, d time.Duration) {
 	p := h.p
 	for h.next < len(h.own) && h.own[h.next].Chunk < first {
@@ -110,11 +109,11 @@ func (h *hearing) gap(first, last int, at, d time.Duration) {
 		u = h.own[h.next]
 		h.lastOwn = h.next
 		h.next++
-	case h.sentOwn(last):
+	case h.sameWait(last):
 		u = h.own[h.lastOwn]
 	default:
 		c := &p.Chunks[last]
-		u = Underrun{Cause: CauseTransport, Position: p.position(c.From), Chunk: last, Token: c.First, ITL: p.itl(c.First)}
+		u = Underrun{Cause: CauseTransport, Position: p.position(c.From), Chunk: last, Token: c.First}
 	}
 	fresh := p.newUnderrun(u.Chunk, at, d)
 	u.Start, u.Duration, u.StartSample, u.Samples, u.Class = fresh.Start, fresh.Duration, fresh.StartSample, fresh.Samples, fresh.Class
@@ -128,10 +127,16 @@ func (h *hearing) gap(first, last int, at, d time.Duration) {
 	h.out = append(h.out, u)
 }
 
-// sentOwn reports whether the last underrun of the player's a heard gap
-// took its cause from was in speech chunk c.
-func (h *hearing) sentOwn(c int) bool {
-	return h.lastOwn >= 0 && h.own[h.lastOwn].Chunk == c
+// sameWait reports whether this gap is still the wait of the last
+// underrun of the player's that a heard gap took its cause from, in
+// speech chunk c: a slow synthesizer keeps the listener waiting frame
+// after frame, and a silence the framework cut in two (Transport.Idle)
+// is one wait.
+func (h *hearing) sameWait(c int) bool {
+	if h.lastOwn < 0 || h.own[h.lastOwn].Chunk != c {
+		return false
+	}
+	return h.own[h.lastOwn].Cause == CauseSynthesizer || h.stopped
 }
 
 // readyPieces hands the audio of speech chunk c (index i) to add in the

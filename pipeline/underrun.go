@@ -41,6 +41,9 @@ const (
 	CauseTransport Cause = "transport"
 )
 
+// Causes lists every cause, in the order reports and legends give them.
+var Causes = []Cause{CauseStall, CausePace, CauseStartup, CauseHeld, CauseSynthesizer, CauseTransport}
+
 // Position says where in the text a gap fell.
 type Position string
 

@@ -112,7 +112,7 @@ type Metrics map[string]float64
 
 var summaryMetrics = []string{"ttft", "ttfst", "tpot", "itl", "e2el", "ttfa"}
 
-var causes = []pipeline.Cause{pipeline.CauseStall, pipeline.CausePace, pipeline.CauseStartup, pipeline.CauseHeld, pipeline.CauseSynthesizer}
+var causes = pipeline.Causes
 
 // NewMetrics collects the metrics of a closed report and a Monte Carlo
 // result (either may be nil: its metrics are then missing).

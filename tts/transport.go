@@ -247,7 +247,8 @@ type Sender struct {
 	tr      Transport
 	send    func(Sent)
 	held    time.Duration // audio waiting for a whole frame
-	heldTag int
+	heldTag int           // the tag of the held audio's first part
+	lastTag int           // the tag of the latest audio
 	lastAt  time.Duration // when the latest audio came
 	any     bool          // some audio came
 	sent    bool          // some frame left
@@ -269,7 +270,7 @@ func (s *Sender) Add(audio, at time.Duration, chunk int) {
 	if d, ok := s.Deadline(); ok && d <= at {
 		s.Expire()
 	}
-	s.any, s.lastAt = true, at
+	s.any, s.lastAt, s.lastTag = true, at, chunk
 	f := s.tr.Frame
 	if s.held > 0 {
 		need := f - s.held
@@ -330,7 +331,7 @@ func (s *Sender) flush(at time.Duration, stopped bool) {
 	if s.tr.Pad {
 		length = s.tr.Frame
 	}
-	s.out(s.held, length, at, s.heldTag, s.heldTag, stopped)
+	s.out(s.held, length, at, s.heldTag, s.lastTag, stopped)
 	s.held = 0
 }
 

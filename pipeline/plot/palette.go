@@ -29,10 +29,7 @@ var (
 )
 
 // causes lists the underrun causes in legend order.
-var causes = []pipeline.Cause{
-	pipeline.CauseStall, pipeline.CausePace, pipeline.CauseStartup,
-	pipeline.CauseHeld, pipeline.CauseSynthesizer,
-}
+var causes = pipeline.Causes
 
 // CauseColor returns the colour an underrun of cause c is drawn in.
 func CauseColor(c pipeline.Cause) color.NRGBA {
@@ -47,6 +44,8 @@ func CauseColor(c pipeline.Cause) color.NRGBA {
 		return Blue
 	case pipeline.CauseSynthesizer:
 		return BluishGreen
+	case pipeline.CauseTransport:
+		return Yellow
 	}
 	return grey
 }
