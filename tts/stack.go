@@ -159,22 +159,35 @@ func websocketStack(s Stack, model time.Duration, modelSource, differs string) S
 var ErrStack = errors.New("unknown stack")
 
 // StackNames lists the stacks' names, for help texts.
-func StackNames() string {
-	names := make([]string, len(Stacks))
-	for i, s := range Stacks {
-		names[i] = s.Name
+func StackNames() string { return namesOf(Stacks, func(s Stack) string { return s.Name }) }
+
+// LookupStack returns the stack of that name (case-insensitive).
+func LookupStack(name string) (Stack, error) {
+	if s, ok := preset(Stacks, func(s Stack) string { return s.Name }, name); ok {
+		return s, nil
+	}
+	return Stack{}, fmt.Errorf("%w %q: want one of %s (see `underrun stacks`)", ErrStack, name, StackNames())
+}
+
+// namesOf lists the names of a list of presets, comma separated.
+func namesOf[T any](list []T, name func(T) string) string {
+	names := make([]string, len(list))
+	for i, v := range list {
+		names[i] = name(v)
 	}
 	return strings.Join(names, ", ")
 }
 
-// LookupStack returns the stack of that name (case-insensitive).
-func LookupStack(name string) (Stack, error) {
-	for _, s := range Stacks {
-		if strings.EqualFold(s.Name, strings.TrimSpace(name)) {
-			return s, nil
+// preset finds the preset called want in list, ignoring case and the
+// spaces around it.
+func preset[T any](list []T, name func(T) string, want string) (T, bool) {
+	for _, v := range list {
+		if strings.EqualFold(name(v), strings.TrimSpace(want)) {
+			return v, true
 		}
 	}
-	return Stack{}, fmt.Errorf("%w %q: want one of %s (see `underrun stacks`)", ErrStack, name, StackNames())
+	var zero T
+	return zero, false
 }
 
 // Policy parses the stack's chunking policy.

@@ -92,20 +92,14 @@ var Transports = []Transport{
 }
 
 // TransportNames lists the presets, comma separated, for help texts.
-func TransportNames() string {
-	names := make([]string, len(Transports))
-	for i, t := range Transports {
-		names[i] = t.Name
-	}
-	return strings.Join(names, ", ")
-}
+func TransportNames() string { return namesOf(Transports, transportName) }
+
+func transportName(t Transport) string { return t.Name }
 
 // LookupTransport returns the preset called name.
 func LookupTransport(name string) (Transport, error) {
-	for _, t := range Transports {
-		if strings.EqualFold(t.Name, strings.TrimSpace(name)) {
-			return t, nil
-		}
+	if t, ok := preset(Transports, transportName, name); ok {
+		return t, nil
 	}
 	return Transport{}, fmt.Errorf("%w: unknown transport %q (known: none, %s)", ErrTransport, name, TransportNames())
 }

@@ -30,44 +30,56 @@ const stacksExample = `  underrun stacks
   underrun sim policy-token --stack pipecat-elevenlabs --tts-latency 300ms`
 
 func newStacksCommand(e *env) *cobra.Command {
+	return newPresetsCommand(e, "stacks [NAME]", "List the named framework + TTS stacks and their sources",
+		stacksLong, stacksExample, tts.Stacks, tts.LookupStack, writeStacks)
+}
+
+// writeStacks prints the stacks: one in full, or the table of all.
+func writeStacks(b *strings.Builder, stacks []tts.Stack, one bool) {
+	if one {
+		writeStack(b, stacks[0])
+		return
+	}
+	fmt.Fprintf(b, "%d named stacks (use one with --stack NAME; details and sources: `underrun stacks NAME`):\n\n", len(stacks))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  name\tchunking\tmode\tfirst audio\tcontinuation\tstack")
+	for _, st := range stacks {
+		cont := "-"
+		if st.Synth.Timing() == tts.ModeStream {
+			cont = st.Synth.Continuation.String()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%v\t%s\t%s\n", st.Name, st.Chunking, st.Synth.Timing(), st.Synth.TTFA, cont, st.Summary)
+	}
+	tw.Flush()
+	b.WriteString("\nsources:\n")
+	for _, st := range stacks {
+		fmt.Fprintf(b, "  %s: %s\n", st.Name, strings.Join(st.Sources, "; "))
+	}
+}
+
+// newPresetsCommand lists a kind of preset (stacks, transports): all of
+// them, or the one named, as text (write) or JSON (--output json).
+func newPresetsCommand[T any](e *env, use, short, long, example string, all []T, lookup func(string) (T, error),
+	write func(b *strings.Builder, list []T, one bool)) *cobra.Command {
 	var output string
-	cmd := newCommand("stacks [NAME]", "List the named framework + TTS stacks and their sources",
-		stacksLong, stacksExample, cobra.MaximumNArgs(1),
+	cmd := newCommand(use, short, long, example, cobra.MaximumNArgs(1),
 		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usagef("--output: want text or json, got %q", output)
 			}
-			stacks := tts.Stacks
+			list := all
 			if len(args) == 1 {
-				st, err := tts.LookupStack(args[0])
+				v, err := lookup(args[0])
 				if err != nil {
 					return usageError{err}
 				}
-				stacks = []tts.Stack{st}
+				list = []T{v}
 			}
 			if output == "json" {
-				return writeJSON(e.stdout, stacks)
+				return writeJSON(e.stdout, list)
 			}
 			var b strings.Builder
-			if len(args) == 1 {
-				writeStack(&b, stacks[0])
-			} else {
-				fmt.Fprintf(&b, "%d named stacks (use one with --stack NAME; details and sources: `underrun stacks NAME`):\n\n", len(stacks))
-				tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "  name\tchunking\tmode\tfirst audio\tcontinuation\tstack")
-				for _, st := range stacks {
-					cont := "-"
-					if st.Synth.Timing() == tts.ModeStream {
-						cont = st.Synth.Continuation.String()
-					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%v\t%s\t%s\n", st.Name, st.Chunking, st.Synth.Timing(), st.Synth.TTFA, cont, st.Summary)
-				}
-				tw.Flush()
-				b.WriteString("\nsources:\n")
-				for _, st := range stacks {
-					fmt.Fprintf(&b, "  %s: %s\n", st.Name, strings.Join(st.Sources, "; "))
-				}
-			}
+			write(&b, list, len(args) == 1)
 			_, err := fmt.Fprint(e.stdout, b.String())
 			return err
 		})

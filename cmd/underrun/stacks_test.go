@@ -168,3 +168,30 @@ func TestGoldenModesAndStack(t *testing.T) {
 		golden(t, tc.file, out)
 	}
 }
+
+func TestTransportsCommand(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runCLI(t, "", "transports")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, tr := range tts.Transports {
+		if !strings.Contains(out, "  "+tr.Name+" ") || !strings.Contains(out, tr.Name+": "+tr.Summary+"\n  source: "+tr.Source) {
+			t.Errorf("the list lacks %s or its source:\n%s", tr.Name, out)
+		}
+	}
+	code, out, _ = runCLI(t, "", "transports", "-o", "json", "pipecat")
+	var list []tts.Transport
+	if err := json.Unmarshal([]byte(out), &list); code != exitOK || err != nil || len(list) != 1 || list[0].Frame != tts.Transports[0].Frame {
+		t.Errorf("json: exit %d, %v, %+v", code, err, list)
+	}
+	// --transport reaches the engine: the default run through Pipecat's
+	// transport says so in its header, and a bad one is a usage error
+	code, out, _ = runCLI(t, "", "--transport", "pipecat")
+	if !strings.Contains(out, "transport: pipecat: 40ms frames") {
+		t.Errorf("the default run with --transport pipecat (exit %d) does not name it:\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(t, "", "--transport", "pipecat,frame=40"); code != exitUsage || !strings.Contains(errOut, `--transport: invalid transport: "pipecat,frame=40": frame: want a duration`) {
+		t.Errorf("bad transport: exit %d, %q", code, errOut)
+	}
+}

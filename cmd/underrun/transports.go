@@ -31,43 +31,26 @@ const transportsExample = `  underrun transports
   underrun analyze --stack pipecat-cartesia --transport pipecat trace.jsonl`
 
 func newTransportsCommand(e *env) *cobra.Command {
-	var output string
-	cmd := newCommand("transports [NAME]", "List the output transports and their sources",
-		transportsLong, transportsExample, cobra.MaximumNArgs(1),
-		func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usagef("--output: want text or json, got %q", output)
-			}
-			list := tts.Transports
-			if len(args) == 1 {
-				tr, err := tts.LookupTransport(args[0])
-				if err != nil {
-					return usageError{err}
-				}
-				list = []tts.Transport{tr}
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, list)
-			}
-			var b strings.Builder
-			if len(args) == 0 {
-				fmt.Fprintf(&b, "%d output transports (use one with --transport NAME; the default is none):\n\n", len(list))
-				tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "  name\tframe\twhole frames\tclock\tbot stopped after\tsender oversleeps")
-				for _, tr := range list {
-					fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\n", tr.Name, tr.Frame, yesNo(tr.Hold), orNone(tr.Tick), orNone(tr.Idle), orNone(tr.Overshoot))
-				}
-				tw.Flush()
-				b.WriteString("\n")
-			}
-			for _, tr := range list {
-				fmt.Fprintf(&b, "%s: %s\n  source: %s\n", tr.Name, tr.Summary, tr.Source)
-			}
-			_, err := fmt.Fprint(e.stdout, b.String())
-			return err
-		})
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
-	return cmd
+	return newPresetsCommand(e, "transports [NAME]", "List the output transports and their sources",
+		transportsLong, transportsExample, tts.Transports, tts.LookupTransport, writeTransports)
+}
+
+// writeTransports prints the transports: the table of all, then each
+// with its source.
+func writeTransports(b *strings.Builder, list []tts.Transport, one bool) {
+	if !one {
+		fmt.Fprintf(b, "%d output transports (use one with --transport NAME; the default is none):\n\n", len(list))
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  name\tframe\twhole frames\tclock\tbot stopped after\tsender oversleeps")
+		for _, tr := range list {
+			fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\n", tr.Name, tr.Frame, yesNo(tr.Hold), orNone(tr.Tick), orNone(tr.Idle), orNone(tr.Overshoot))
+		}
+		tw.Flush()
+		b.WriteString("\n")
+	}
+	for _, tr := range list {
+		fmt.Fprintf(b, "%s: %s\n  source: %s\n", tr.Name, tr.Summary, tr.Source)
+	}
 }
 
 func yesNo(b bool) string {
