@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"flag"
 	"math"
+	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
@@ -265,5 +268,62 @@ func TestLiveKitReleasePoints(t *testing.T) {
 	}
 	if got.String() != string(want) {
 		t.Errorf("LiveKit's release points differ from %s (go test ./cmd/underrun -run TestLiveKitReleasePoints -livekit-releases rewrites it):\n%s", path, got.String())
+	}
+}
+
+// TestLiveKitFramesAsTheTransport: LiveKit's own AudioByteStream
+// (@livekit/agents, dist/audio.js), fed pieces of audio of random sizes,
+// sends the frames the livekit transport preset's Sender sends for the
+// same pieces: whole frames of sampleRate/10 samples as soon as a piece
+// completes one, the rest held, and the short rest at the end (flush).
+func TestLiveKitFramesAsTheTransport(t *testing.T) {
+	t.Parallel()
+	needLiveKit(t)
+	rng := rand.New(rand.NewPCG(3, 5))
+	const rate = 24000
+	pieces := make([]int, 60)
+	for i := range pieces {
+		pieces[i] = 1 + rng.IntN(6000)
+	}
+	js, _ := json.Marshal(pieces)
+	script := `import { AudioByteStream, initializeLogger } from '@livekit/agents';
+initializeLogger({ pretty: false, level: 'warn' });
+const bs = new AudioByteStream(` + strconv.Itoa(rate) + `, 1);
+const out = [];
+for (const n of ` + string(js) + `) out.push(bs.write(new Int16Array(n).buffer).map(f => f.samplesPerChannel));
+out.push(bs.flush().map(f => f.samplesPerChannel));
+console.log(JSON.stringify(out));`
+	cmd := exec.Command("node", "--input-type=module", "-e", script)
+	cmd.Dir = livekitDir
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, b)
+	}
+	var theirs [][]int
+	if err := json.Unmarshal(b, &theirs); err != nil {
+		t.Fatalf("node printed %q: %v", b, err)
+	}
+	// the Sender in units of one sample (1 ns each): exact
+	tr, err := tts.LookupTransport("livekit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Frame = rate / 10
+	ours := make([][]int, len(pieces)+1)
+	k := 0
+	s := tr.NewSender(func(f tts.Sent) { ours[k] = append(ours[k], int(f.Audio)) })
+	for i, n := range pieces {
+		k = i
+		s.Add(time.Duration(n), time.Duration(i), i)
+	}
+	k = len(pieces)
+	s.End(0)
+	for i := range ours {
+		if ours[i] == nil {
+			ours[i] = []int{}
+		}
+	}
+	if !reflect.DeepEqual(ours, theirs) {
+		t.Errorf("frames per piece (samples):\n ours   %v\n theirs %v", ours, theirs)
 	}
 }
