@@ -92,8 +92,18 @@ func bareLoop(turns []*Turn) int {
 // (x-bare), timed between the engine's passes so both see the same
 // machine, by wall clock and by the thread's CPU time (x-bare-cpu).
 func benchEngine(b *testing.B, policy string, turns []*Turn) {
+	benchEngineThrough(b, policy, "none", turns)
+}
+
+// benchEngineThrough is benchEngine with the underruns heard through an
+// output transport (tts.ParseTransport).
+func benchEngineThrough(b *testing.B, policy, transport string, turns []*Turn) {
 	cfg := DefaultConfig()
 	cfg.Policy, _ = tts.ParsePolicy(policy)
+	var err error
+	if cfg.Transport, err = tts.ParseTransport(transport); err != nil {
+		b.Fatal(err)
+	}
 	p, err := NewPlayout(cfg, "")
 	if err != nil {
 		b.Fatal(err)
@@ -156,6 +166,12 @@ func benchEngine(b *testing.B, policy string, turns []*Turn) {
 func BenchmarkEngineTokenTextless(b *testing.B) { benchEngine(b, "token", benchTurns(100, 2000)) }
 func BenchmarkEngineSentenceText(b *testing.B)  { benchEngine(b, "sentence", textTurns(2000)) }
 func BenchmarkEngineTokenText(b *testing.B)     { benchEngine(b, "token", textTurns(2000)) }
+
+// BenchmarkEngineSentenceTextPipecat is SentenceText heard through
+// Pipecat's output transport: the cost of framing every turn's audio.
+func BenchmarkEngineSentenceTextPipecat(b *testing.B) {
+	benchEngineThrough(b, "sentence", "pipecat", textTurns(2000))
+}
 
 // BenchmarkEngineSentenceTextVaried is SentenceText with the text
 // changing from turn to turn: nothing carries over between turns.

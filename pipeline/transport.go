@@ -32,7 +32,7 @@ func (p *Playout) hear() {
 			s.Expire()
 			h.stopped = true // the bot has stopped speaking until this chunk's audio
 		}
-		p.readyPieces(c, i, func(audio, at time.Duration) { s.Add(audio, at, i) })
+		p.readyFrames(c, i, s)
 		if perChunk {
 			s.End(c.Done)
 		}
@@ -139,22 +139,26 @@ func (h *hearing) sameWait(c int) bool {
 	return h.own[h.lastOwn].Cause == CauseSynthesizer || h.stopped
 }
 
-// readyPieces hands the audio of speech chunk c (index i) to add in the
-// pieces in which it became ready: its measured arrivals, or the
-// synthesizer's frames (all at once at its first audio when it produces
-// instantly).
-func (p *Playout) readyPieces(c *SpeechChunk, i int, add func(audio, at time.Duration)) {
+// readyFrames hands the audio of speech chunk c (index i) to the sender
+// as it became ready: its measured arrivals, or else in pieces that end
+// where the sender's frames end, each ready with the synthesizer's frame
+// that holds its last audio (all at once at the chunk's first audio when
+// the synthesizer produces instantly); a frame leaves when its last audio
+// is ready, so nothing between those ends changes what is heard.
+func (p *Playout) readyFrames(c *SpeechChunk, i int, s *tts.Sender) {
 	if i < len(p.arrivals) && len(p.arrivals[i]) > 0 {
 		for _, a := range p.arrivals[i] {
-			add(a.Audio, a.At)
+			s.Add(a.Audio, a.At, i)
 		}
 		return
 	}
 	if p.cfg.Synth.RTF == 0 {
-		add(c.Audio, c.Ready)
+		s.Add(c.Audio, c.Ready, i)
 		return
 	}
-	for k, n := time.Duration(0), p.frames(c); k < n; k++ {
-		add(min(p.frame, c.Audio-k*p.frame), c.Ready+p.frameOffset(k))
+	for pos := time.Duration(0); pos < c.Audio; {
+		end := min(pos+s.Room(), c.Audio)
+		s.Add(end-pos, c.Ready+p.frameOffset((end+p.frame-1)/p.frame-1), i)
+		pos = end
 	}
 }

@@ -288,6 +288,9 @@ func (s *Sender) Add(audio, at time.Duration, chunk int) {
 	}
 }
 
+// Room returns how much more audio completes the frame being filled.
+func (s *Sender) Room() time.Duration { return s.tr.Frame - s.held }
+
 // Deadline returns when the framework ends the segment for silence and
 // sends the audio it holds (Transport.Idle after the latest audio); ok is
 // false when it holds none or never does.
