@@ -35,6 +35,10 @@ const (
 	// was still busy with earlier chunks, or produces audio slower than
 	// real time (RTF > 1) and starved the player inside a chunk.
 	CauseSynthesizer Cause = "synthesizer"
+	// CauseTool: the chunk after the gap came after a tool call that
+	// started before the gap ended (Turn.ToolCalls). A tool-call silence
+	// is not an underrun: reports count it apart (Report.ToolSilences).
+	CauseTool Cause = "tool_call"
 )
 
 // Position says where in the text a gap fell.
@@ -125,6 +129,9 @@ type Tally struct {
 func TallyUnderruns(us []Underrun) Tally {
 	var t Tally
 	for _, u := range us {
+		if u.Cause == CauseTool {
+			continue // a tool-call silence is no underrun
+		}
 		t.Silence += u.Duration
 		if u.Class == Interruption {
 			t.Interruptions++
