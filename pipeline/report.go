@@ -119,8 +119,8 @@ type Report struct {
 	// ToolSilences are the gaps a tool call explains (CauseTool), kept
 	// out of the underrun tallies, the verdict and speech goodput;
 	// ToolList has each, with what the filler would have covered.
-	ToolSilences Counter             `json:"tool_silences"`
-	FillerCover  Counter             `json:"filler_covered"`
+	ToolSilences Counter             `json:"tool_silences,omitzero"`
+	FillerCover  Counter             `json:"filler_covered,omitzero"`
 	ToolList     []ToolSilenceReport `json:"tool_silence_list,omitempty"`
 	// Tools are the file's figures under the conventions of the benchmark
 	// tool that wrote it, compared with the summary it saved (set by the
