@@ -133,6 +133,10 @@ func (p *Playout) classifyKind(u *Underrun, kind uint8, n int) {
 		u.Cause = CauseSynthesizer
 		return
 	}
+	if _, ok := p.toolBefore(u); ok {
+		u.Cause = CauseTool
+		return
+	}
 	if p.Chunks[u.Chunk].Timer && kind == gapWaited {
 		u.Cause = CauseHeld
 		return
@@ -154,6 +158,34 @@ func (p *Playout) classifyKind(u *Underrun, kind uint8, n int) {
 	default:
 		u.Cause = CauseStartup
 	}
+}
+
+// toolBefore returns the tool call that explains gap u: one that started
+// after the text before u's chunk had streamed (the previous speech
+// chunk's last token) and before the gap ended, the late token arriving
+// after it started.
+func (p *Playout) toolBefore(u *Underrun) (ToolCall, bool) {
+	if len(p.tools) == 0 || u.Chunk < 1 || u.Token >= len(p.at) {
+		return ToolCall{}, false
+	}
+	from := time.Duration(0)
+	if k := p.Chunks[u.Chunk-1].Last; k >= 0 && k < len(p.at) {
+		from = p.at[k]
+	}
+	for _, tc := range p.tools {
+		if tc.At >= from && tc.At < u.Start+u.Duration && p.at[u.Token] >= tc.At {
+			return tc, true
+		}
+	}
+	return ToolCall{}, false
+}
+
+// ToolCallOf returns the tool call behind an underrun of CauseTool.
+func (p *Playout) ToolCallOf(u *Underrun) (ToolCall, bool) {
+	if u.Cause != CauseTool {
+		return ToolCall{}, false
+	}
+	return p.toolBefore(u)
 }
 
 // perRecordAudio is the mean audio of a spoken streamed chunk so far.

@@ -31,6 +31,7 @@ type Playout struct {
 	mode      uint8 // modeStream, modeRequest or modeParallel
 
 	turn   string
+	tools  []ToolCall      // the turn's tool calls (PlayTurn, SetToolCalls)
 	at     []time.Duration // per streamed chunk: arrival
 	end    []int           // per streamed chunk: text offset after it
 	audio  []time.Duration // per streamed chunk: audio up to its end
@@ -147,6 +148,7 @@ func (p *Playout) Reset(id string) {
 	p.released, p.releasedAudio, p.cursor, p.first = 0, 0, 0, 0
 	p.spokenRecords = 0
 	p.memo, p.recording, p.replaying = false, false, false
+	p.tools = nil
 	p.resetTiming(id)
 }
 
@@ -167,6 +169,10 @@ func (p *Playout) resetTiming(id string) {
 	p.earliestStart = math.MinInt64
 	p.MinPreroll = 0
 }
+
+// SetToolCalls gives the turn being played its tool calls (after Reset,
+// before End): a gap they explain takes CauseTool.
+func (p *Playout) SetToolCalls(tc []ToolCall) { p.tools = tc }
 
 // Config returns the configuration the Playout runs with.
 func (p *Playout) Config() Config { return p.cfg }

@@ -68,10 +68,14 @@ func Play(cfg Config, t *Turn) (*Playout, error) {
 // made, when the policy's releases depend on the text alone: the result
 // is the same.
 func (p *Playout) PlayTurn(t *Turn) error {
-	if p.memo && p.replay(t) {
-		return nil
+	if p.memo {
+		p.tools = t.ToolCalls
+		if p.replay(t) {
+			return nil
+		}
 	}
 	p.Reset(t.ID)
+	p.tools = t.ToolCalls
 	if _, ok := p.cfg.Durations.(ContextDurations); ok && p.cfg.TokenAudio <= 0 && allText(t) {
 		p.whole = SpokenText(t)
 	}

@@ -80,6 +80,9 @@ type ReportOptions struct {
 	// meeting every SLO is below GoodputMin.
 	Goodput    []SLO
 	GoodputMin float64
+	// Filler is the app's filler policy for tool-call silences; the
+	// report says what it would have covered (ToolSilenceReport).
+	Filler Filler
 }
 
 // Report accumulates turns and their playouts (Add), is finalized by Close,
@@ -116,6 +119,12 @@ type Report struct {
 	PerTurn                []TurnReport     `json:"per_turn,omitempty"`
 	List                   []UnderrunReport `json:"underrun_list,omitempty"`
 	Chunks                 []ChunkReport    `json:"chunks,omitempty"`
+	// ToolSilences are the gaps a tool call explains (CauseTool), kept
+	// out of the underrun tallies, the verdict and speech goodput;
+	// ToolList has each, with what the filler would have covered.
+	ToolSilences Counter             `json:"tool_silences,omitzero"`
+	FillerCover  Counter             `json:"filler_covered,omitzero"`
+	ToolList     []ToolSilenceReport `json:"tool_silence_list,omitempty"`
 	// Tools are the file's figures under the conventions of the benchmark
 	// tool that wrote it, compared with the summary it saved (set by the
 	// reader of a tool's file; see trace.Parity).
@@ -354,6 +363,10 @@ func (r *Report) Add(t *Turn, p *Playout) {
 		tr.SpeechMs = Millis(p.Speech())
 		r.SpeechMs += tr.SpeechMs
 		for _, u := range p.Underruns {
+			if tc, ok := p.ToolCallOf(&u); ok {
+				r.addToolSilence(p, u, tc)
+				continue
+			}
 			r.Underruns.add(u.Duration)
 			tr.Underruns.add(u.Duration)
 			if u.Class == Interruption {
@@ -420,6 +433,20 @@ func (r *Report) Add(t *Turn, p *Playout) {
 		r.PerTurn = append(r.PerTurn, tr)
 		r.severities = append(r.severities, sev)
 	}
+}
+
+// addToolSilence accounts a tool-call silence apart from the underruns.
+func (r *Report) addToolSilence(p *Playout, u Underrun, tc ToolCall) {
+	r.ToolSilences.add(u.Duration)
+	cov := r.opts.Filler.Cover(u.Duration, p.Config().Voice)
+	if cov.Covered > 0 {
+		r.FillerCover.add(cov.Covered)
+	}
+	r.ToolList = append(r.ToolList, ToolSilenceReport{
+		Turn: u.Turn, Tool: tc.Name, ToolMs: Millis(tc.Duration),
+		StartMs: Millis(u.Start), SilenceMs: Millis(u.Duration),
+		Filler: r.opts.Filler.String(), CoveredMs: Millis(cov.Covered), SilentMs: Millis(cov.Silent),
+	})
 }
 
 // WorstTurn returns the turn that sounded worst (CompareSeverity); ok is
@@ -671,6 +698,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.Stopped > 0 {
 		fmt.Fprintf(&b, "the transport signalled that the bot stopped speaking in %s, in the middle of a reply\n", plural(r.Stopped, "underrun"))
+	}
+	if r.ToolSilences.Count > 0 {
+		fmt.Fprintf(&b, "tool-call silences (not underruns): %d (%.0f ms)", r.ToolSilences.Count, r.ToolSilences.TotalMs)
+		if r.opts.Filler.Kind != "" && r.opts.Filler.Kind != FillerNone {
+			fmt.Fprintf(&b, "; filler %s covers %.0f ms, %.0f ms stay silent", r.opts.Filler, r.FillerCover.TotalMs, r.ToolSilences.TotalMs-r.FillerCover.TotalMs)
+		}
+		b.WriteString("\n")
 	}
 	if r.TurnsNotSpeech > 0 {
 		tokenMs := 0.0

@@ -67,7 +67,21 @@ type Turn struct {
 	// OutputTokens is the output token count the server reported (usage);
 	// zero means it is the sum of the chunks' tokens.
 	OutputTokens int
+	// ToolCalls are the pauses in which the LLM stream stopped for a tool
+	// call, in time order; the chunks after one arrive after it ended.
+	ToolCalls []ToolCall
 }
+
+// ToolCall is one tool call a turn paused for: at At since the request
+// the stream stopped, and the tool ran for Duration.
+type ToolCall struct {
+	At       time.Duration
+	Duration time.Duration
+	Name     string
+}
+
+// End is when the tool call returned.
+func (c ToolCall) End() time.Duration { return c.At + c.Duration }
 
 // ErrTurn reports a turn whose timings cannot be real.
 var ErrTurn = errors.New("invalid turn")

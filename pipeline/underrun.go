@@ -39,6 +39,10 @@ const (
 	// transport held it back (a partial frame waiting for the next
 	// chunk's audio, the listener's clock, or a sender falling behind).
 	CauseTransport Cause = "transport"
+	// CauseTool: the chunk after the gap came after a tool call that
+	// started before the gap ended (Turn.ToolCalls). A tool-call silence
+	// is not an underrun: reports count it apart (Report.ToolSilences).
+	CauseTool Cause = "tool_call"
 )
 
 // Causes lists every cause, in the order reports and legends give them.
@@ -136,6 +140,9 @@ type Tally struct {
 func TallyUnderruns(us []Underrun) Tally {
 	var t Tally
 	for _, u := range us {
+		if u.Cause == CauseTool {
+			continue // a tool-call silence is no underrun
+		}
 		t.Silence += u.Duration
 		if u.Class == Interruption {
 			t.Interruptions++

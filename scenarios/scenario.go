@@ -65,6 +65,8 @@ type File struct {
 	Generator  GeneratorFile `yaml:"generator"`
 	TTS        TTSFile       `yaml:"tts"`
 	Expect     yaml.MapSlice `yaml:"expect"`
+	// ToolCalls pause every turn for a tool call (Scenario.ToolCalls).
+	ToolCalls []ToolCallFile `yaml:"tool_calls"`
 }
 
 // GeneratorFile is the generator section of a scenario file.
@@ -176,7 +178,25 @@ type Scenario struct {
 	Expect []Expectation
 	// File is the file as decoded.
 	File File
+	// ToolCalls pause every turn the scenario plays (EachTurn) for a tool
+	// call, in order of AfterTokens; the Monte Carlo turns have none.
+	ToolCalls []ToolCallFile
 }
+
+// ToolCallFile is a tool call of the scenario file: after AfterTokens
+// tokens of every turn the stream stops for Duration (the tool named Name
+// runs); the tokens after it arrive that much later.
+type ToolCallFile struct {
+	AfterTokens int           `yaml:"after_tokens"`
+	Duration    time.Duration `yaml:"duration"`
+	Name        string        `yaml:"name"`
+}
+
+// MaxToolCall is the longest tool call a scenario may pause for.
+const MaxToolCall = time.Hour
+
+// maxToolAfter bounds a tool call's after_tokens (the traces' per-turn token limit).
+const maxToolAfter = 262144
 
 // lineFinder locates fields of the parsed file for error messages.
 type lineFinder struct {
@@ -313,6 +333,17 @@ func (ld *loader) build(f File) (*Scenario, error) {
 	if s.Expect, err = ld.expectations(f.Expect); err != nil {
 		return nil, err
 	}
+	for i, tc := range f.ToolCalls {
+		switch {
+		case tc.AfterTokens < 0 || tc.AfterTokens > maxToolAfter:
+			return nil, ld.fieldErrorf("tool_calls", "tool call %d: after_tokens %d; want a count from 0 to %d", i+1, tc.AfterTokens, maxToolAfter)
+		case tc.Duration <= 0 || tc.Duration > MaxToolCall:
+			return nil, ld.fieldErrorf("tool_calls", "tool call %d: duration %v; want a positive duration up to %v (e.g. 1.5s)", i+1, tc.Duration, MaxToolCall)
+		case i > 0 && tc.AfterTokens < f.ToolCalls[i-1].AfterTokens:
+			return nil, ld.fieldErrorf("tool_calls", "tool call %d: after_tokens %d, before tool call %d's %d; want them in order", i+1, tc.AfterTokens, i, f.ToolCalls[i-1].AfterTokens)
+		}
+	}
+	s.ToolCalls = f.ToolCalls
 	return s, nil
 }
 

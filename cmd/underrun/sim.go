@@ -193,6 +193,9 @@ func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) erro
 	var buf bytes.Buffer
 	sub := *c.env
 	sub.stdout = &buf
+	if err := c.out.useFiller(&c.engine); err != nil {
+		return err
+	}
 	sess, err := c.out.begin(&sub, s.Setup.Config)
 	if err != nil {
 		return err

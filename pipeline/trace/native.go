@@ -28,8 +28,10 @@ const MaxLine = 1 << 20
 // name the input, the line and what was expected.
 var ErrFormat = errors.New("invalid trace")
 
-// Record is one line of a native trace. Type is "header", "turn", "chunk"
-// or "end"; the other fields belong to some of the types.
+// Record is one line of a native trace. Type is "header", "turn", "chunk",
+// "tool" or "end"; the other fields belong to some of the types. A tool
+// record says the turn's stream stopped at t_ns for a tool call named
+// name that ran duration_ns (pipeline.ToolCall).
 type Record struct {
 	Type    string `json:"type"`
 	Format  string `json:"format,omitempty"`
@@ -44,6 +46,9 @@ type Record struct {
 	Text      *string `json:"text,omitempty"`
 	Tokens    *int    `json:"tokens,omitempty"`
 	Reasoning bool    `json:"reasoning,omitempty"`
+
+	DurationNs *int64 `json:"duration_ns,omitempty"`
+	Name       string `json:"name,omitempty"`
 
 	Status       string `json:"status,omitempty"`
 	Error        string `json:"error,omitempty"`
@@ -159,13 +164,42 @@ func (w *Writer) EndTurn(t *pipeline.Turn) error {
 	return w.flush()
 }
 
+// WriteToolCall writes a tool record of turn id.
+func (w *Writer) WriteToolCall(id string, tc pipeline.ToolCall) error {
+	w.ensureHeader()
+	w.buf = append(w.buf, `{"type":"tool","turn":`...)
+	w.buf = appendString(w.buf, id)
+	w.buf = append(w.buf, `,"t_ns":`...)
+	w.buf = strconv.AppendInt(w.buf, int64(tc.At), 10)
+	w.buf = append(w.buf, `,"duration_ns":`...)
+	w.buf = strconv.AppendInt(w.buf, int64(tc.Duration), 10)
+	if tc.Name != "" {
+		w.buf = append(w.buf, `,"name":`...)
+		w.buf = appendString(w.buf, tc.Name)
+	}
+	w.buf = append(w.buf, "}\n"...)
+	return w.flush()
+}
+
 // WriteTurn writes a whole turn: its turn record, chunks and end.
 func (w *Writer) WriteTurn(t *pipeline.Turn) error {
 	if err := w.BeginTurn(t); err != nil {
 		return err
 	}
+	tools := t.ToolCalls
 	for _, c := range t.Chunks {
+		for len(tools) > 0 && tools[0].At <= c.At {
+			if err := w.WriteToolCall(t.ID, tools[0]); err != nil {
+				return err
+			}
+			tools = tools[1:]
+		}
 		if err := w.WriteChunk(t.ID, c); err != nil {
+			return err
+		}
+	}
+	for _, tc := range tools {
+		if err := w.WriteToolCall(t.ID, tc); err != nil {
 			return err
 		}
 	}
@@ -174,9 +208,9 @@ func (w *Writer) WriteTurn(t *pipeline.Turn) error {
 
 // fields is a record as the reader decodes it: Record without pointers.
 type fields struct {
-	typ, turn, session, text, status, errText, format, source string
-	hasText, hasT, hasTokens, reasoning                       bool
-	tNs, tokens, startUnixNs, outputTokens, version           int64
+	typ, turn, session, text, status, errText, format, source, name string
+	hasText, hasT, hasTokens, reasoning, hasDuration                bool
+	tNs, tokens, startUnixNs, outputTokens, version, durationNs     int64
 }
 
 func (f *fields) fromRecord(r *Record) {
@@ -184,6 +218,10 @@ func (f *fields) fromRecord(r *Record) {
 		typ: r.Type, turn: r.Turn, session: r.Session, status: r.Status, errText: r.Error,
 		format: r.Format, source: r.Source, reasoning: r.Reasoning,
 		startUnixNs: r.StartUnixNs, outputTokens: int64(r.OutputTokens), version: int64(r.Version),
+		name: r.Name,
+	}
+	if r.DurationNs != nil {
+		f.durationNs, f.hasDuration = *r.DurationNs, true
 	}
 	if r.Text != nil {
 		f.text, f.hasText = *r.Text, true
@@ -351,6 +389,31 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		}
 		t.Chunks = append(t.Chunks, c)
 		return nil, nil
+	case "tool":
+		t, err := d.turn(rec.turn)
+		if err != nil {
+			return nil, err
+		}
+		if !rec.hasT {
+			return nil, d.errorf(`tool record of turn %q has no "t_ns"; want when the stream stopped for it, in nanoseconds since the request`, rec.turn)
+		}
+		if rec.tNs < 0 || rec.tNs > int64(MaxTime) {
+			return nil, d.errorf("tool record of turn %q has t_ns %d; want a time from 0 to %d (a year)", rec.turn, rec.tNs, int64(MaxTime))
+		}
+		if !rec.hasDuration {
+			return nil, d.errorf(`tool record of turn %q has no "duration_ns"; want how long the tool ran, in nanoseconds`, rec.turn)
+		}
+		if rec.durationNs < 0 || rec.durationNs > int64(MaxTime) {
+			return nil, d.errorf("tool record of turn %q has duration_ns %d; want a duration from 0 to %d (a year)", rec.turn, rec.durationNs, int64(MaxTime))
+		}
+		if n := len(t.ToolCalls); n > 0 && time.Duration(rec.tNs) < t.ToolCalls[n-1].At {
+			return nil, d.errorf("tool record of turn %q has t_ns %d, before the previous tool call's %d; want time order", rec.turn, rec.tNs, int64(t.ToolCalls[n-1].At))
+		}
+		if len(t.ToolCalls) >= MaxTurnTokens {
+			return nil, d.errorf("turn %q has more than %d tool calls", rec.turn, MaxTurnTokens)
+		}
+		t.ToolCalls = append(t.ToolCalls, pipeline.ToolCall{At: time.Duration(rec.tNs), Duration: time.Duration(rec.durationNs), Name: rec.name})
+		return nil, nil
 	case "end":
 		t, err := d.turn(rec.turn)
 		if err != nil {
@@ -377,7 +440,7 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		}
 		return t, nil
 	case "":
-		return nil, d.errorf(`record without "type"; want header, turn, chunk or end`)
+		return nil, d.errorf(`record without "type"; want header, turn, chunk, tool or end`)
 	}
 	return nil, nil // unknown record types are ignored, as the format allows
 }
@@ -580,6 +643,11 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 			rec.version, ok = int64Value(v)
 		case "source":
 			rec.source, ok = d.str(v, "")
+		case "duration_ns":
+			rec.durationNs, ok = int64Value(v)
+			rec.hasDuration = v.Type() != fastjson.TypeNull
+		case "name":
+			rec.name, ok = d.str(v, "")
 		default:
 			unknown = append(unknown, key) // read past, as the format allows
 		}
@@ -587,7 +655,7 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 	// noted once each, on the record types this reader knows: records of
 	// other types (speak's "synth" and "heard") are the other readers'
 	switch rec.typ {
-	case "header", "turn", "chunk", "end":
+	case "header", "turn", "chunk", "tool", "end":
 		for _, key := range unknown {
 			d.note(d.name, d.lines.line, rec.typ, key)
 		}

@@ -215,6 +215,9 @@ func FuzzNativeReader(f *testing.F) {
 `))
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1}` + "\n" + `{"type":"chunk","turn":"a","t_ns":0`))
 	f.Add([]byte("\n\n{}\n"))
+	// tool records (issue 33): a pause for a tool call, bad ones
+	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1}` + "\n" + `{"type":"tool","turn":"a","t_ns":900000000,"duration_ns":1500000000,"name":"get_weather"}` + "\n" + `{"type":"end","turn":"a"}` + "\n"))
+	f.Add([]byte(`{"type":"tool","turn":"a","t_ns":9,"duration_ns":-1}` + "\n" + `{"type":"tool","turn":"a","t_ns":1,"duration_ns":1}` + "\n"))
 	// the hostile inputs of issue 20: counts and times past the limits
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":1000000}` + "\n"))
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":2000000000}` + "\n"))

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFillerFlag: --filler reaches the report of analyze and sim, and a bad
+// policy is a usage error naming the flag.
+func TestFillerFlag(t *testing.T) {
+	t.Parallel()
+	const trace = "../../pipeline/trace/testdata/native/tool-call.jsonl"
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze", "--tpot-slo", "1s", trace}, "tool-call silences (not underruns): 1 (3202 ms)\n"},
+		{[]string{"analyze", "--tpot-slo", "1s", "--filler", "keepalive:800ms", trace}, "filler keepalive:800ms covers 2402 ms, 800 ms stay silent"},
+		{[]string{"analyze", "--tpot-slo", "1s", "--filler", `after:800ms:"One moment."`, trace}, `filler after:800ms:"One moment." covers 984 ms, 2218 ms stay silent`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runCLI(t, "", tt.args...)
+			if code != 0 || !strings.Contains(out, tt.want) {
+				t.Errorf("exit %d, stderr %q, output lacks %q:\n%s", code, errOut, tt.want, out)
+			}
+		})
+	}
+	checkUsage(t, []usageCase{
+		{[]string{"analyze", "--filler", "music:1s", trace}, "--filler"},
+		{[]string{"sim", "tool-call", "--filler", "after:1s", "--monte-carlo", "10"}, "--filler"},
+	})
+}

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// FillerKind names a filler policy.
+type FillerKind string
+
+// The filler policies an app may run during a tool call's silence.
+const (
+	// FillerNone: the app stays silent until speech resumes.
+	FillerNone FillerKind = "none"
+	// FillerPhrase: after Delay of silence the app speaks Phrase (LiveKit
+	// Agents' session.say, Pipecat's on_function_calls_started filler);
+	// its audio lasts what the turn's voice takes to speak it.
+	FillerPhrase FillerKind = "after"
+	// FillerKeepalive: after Delay a sound plays until speech resumes
+	// (LiveKit Agents' BackgroundAudioPlayer thinking_sound).
+	FillerKeepalive FillerKind = "keepalive"
+)
+
+// Filler is a filler policy for tool-call silences (--filler).
+type Filler struct {
+	Kind   FillerKind
+	Delay  time.Duration
+	Phrase string
+}
+
+// ParseFiller reads a --filler value: none, after:800ms:"One moment."
+// or keepalive:800ms.
+func ParseFiller(s string) (Filler, error) {
+	if s == "" || s == string(FillerNone) {
+		return Filler{Kind: FillerNone}, nil
+	}
+	kind, rest, _ := strings.Cut(s, ":")
+	delay, phrase, hasPhrase := strings.Cut(rest, ":")
+	d, err := time.ParseDuration(delay)
+	if err != nil || d < 0 {
+		return Filler{}, fmt.Errorf("filler %q: the delay %q is not a duration of 0 or more (e.g. 800ms)", s, delay)
+	}
+	switch FillerKind(kind) {
+	case FillerPhrase:
+		if uq, err := strconv.Unquote(phrase); err == nil {
+			phrase = uq
+		}
+		if !hasPhrase || strings.TrimSpace(phrase) == "" {
+			return Filler{}, fmt.Errorf("filler %q: after needs a phrase: after:800ms:\"One moment.\"", s)
+		}
+		return Filler{Kind: FillerPhrase, Delay: d, Phrase: phrase}, nil
+	case FillerKeepalive:
+		if hasPhrase {
+			return Filler{}, fmt.Errorf("filler %q: keepalive takes a delay only: keepalive:800ms", s)
+		}
+		return Filler{Kind: FillerKeepalive, Delay: d}, nil
+	}
+	return Filler{}, fmt.Errorf("filler %q: the policy is none, after:DELAY:PHRASE or keepalive:DELAY", s)
+}
+
+// String is the --filler form of f.
+func (f Filler) String() string {
+	switch f.Kind {
+	case FillerPhrase:
+		return fmt.Sprintf("after:%v:%q", f.Delay, f.Phrase)
+	case FillerKeepalive:
+		return fmt.Sprintf("keepalive:%v", f.Delay)
+	}
+	return string(FillerNone)
+}
+
+// Coverage is what a filler does with one silence: Covered of it has
+// sound, Silent has none (Covered + Silent is the silence).
+type Coverage struct {
+	Covered, Silent time.Duration
+}
+
+// Cover returns what f covers of a tool-call silence of length silence,
+// the phrase spoken by voice v. The filler starts Delay into the
+// silence; a phrase covers its own audio at most, a keep-alive sound the
+// rest of the silence.
+func (f Filler) Cover(silence time.Duration, v tts.Voice) Coverage {
+	rest := max(0, silence-f.Delay)
+	var c time.Duration
+	switch f.Kind {
+	case FillerPhrase:
+		c = min(rest, v.Duration(f.Phrase))
+	case FillerKeepalive:
+		c = rest
+	}
+	return Coverage{Covered: c, Silent: silence - c}
+}
+
+// ToolSilenceReport is one tool-call silence in a report.
+type ToolSilenceReport struct {
+	Turn      string  `json:"turn"`
+	Tool      string  `json:"tool"`
+	ToolMs    float64 `json:"tool_ms"`
+	StartMs   float64 `json:"start_ms"`
+	SilenceMs float64 `json:"silence_ms"`
+	Filler    string  `json:"filler"`
+	CoveredMs float64 `json:"covered_ms"`
+	SilentMs  float64 `json:"silent_ms"`
+}

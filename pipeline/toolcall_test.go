@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+
+	"github.com/speech-pipeline/underrun/tts"
+)
+
+// toolTurn streams text-less tokens every 50 ms, stops at 200 ms for a
+// tool call of dur, and goes on after it.
+func toolTurn(dur time.Duration, tools ...ToolCall) *Turn {
+	t := textless("t", 0, 50*ms, 100*ms, 150*ms, 200*ms, 200*ms+dur, 250*ms+dur)
+	t.ToolCalls = tools
+	return t
+}
+
+func TestToolCallSilenceIsApart(t *testing.T) {
+	t.Parallel()
+	weather := ToolCall{At: 200 * ms, Duration: 1500 * ms, Name: "get_weather"}
+	tests := []struct {
+		name       string
+		turn       *Turn
+		want       Cause
+		underruns  int
+		toolSilent int
+	}{
+		{"tool call before the gap", toolTurn(1500*ms, weather), CauseTool, 0, 1},
+		{"same stall, no tool call", toolTurn(1500 * ms), CauseStall, 1, 0},
+		{"tool call earlier in the turn", toolTurn(1500*ms, ToolCall{At: 20 * ms, Duration: 10 * ms, Name: "x"}), CauseStall, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := fixedConfig(t, 60*ms)
+			p := play(t, cfg, tt.turn)
+			if len(p.Underruns) != 1 {
+				t.Fatalf("gaps = %+v, want one", p.Underruns)
+			}
+			if got := p.Underruns[0].Cause; got != tt.want {
+				t.Fatalf("cause = %s, want %s", got, tt.want)
+			}
+			r := NewReport(cfg, ReportOptions{TPOTSLO: time.Second, Filler: Filler{Kind: FillerKeepalive, Delay: 800 * ms}})
+			r.Add(tt.turn, p)
+			r.Close()
+			if r.Underruns.Count != tt.underruns || r.ToolSilences.Count != tt.toolSilent || len(r.ToolList) != tt.toolSilent {
+				t.Fatalf("underruns %d, tool silences %d (%d listed), want %d and %d", r.Underruns.Count, r.ToolSilences.Count, len(r.ToolList), tt.underruns, tt.toolSilent)
+			}
+			if tt.toolSilent == 1 {
+				if r.SpeechGoodput != 1 || !r.Verdict.Pass() {
+					t.Errorf("goodput %v, verdict %+v: a tool-call silence must not count", r.SpeechGoodput, r.Verdict)
+				}
+				ts := r.ToolList[0]
+				// five tokens of 60 ms play out at 300 ms, speech resumes at 1700 ms
+				if ts.Tool != "get_weather" || ts.ToolMs != 1500 || ts.SilenceMs != 1400 || ts.CoveredMs != 600 || ts.SilentMs != 800 {
+					t.Errorf("tool silence = %+v", ts)
+				}
+			}
+		})
+	}
+}
+
+func TestFillerCover(t *testing.T) {
+	t.Parallel()
+	v := tts.Voice{WPM: 150}
+	phrase := v.Duration("One moment.")
+	if phrase <= 0 {
+		t.Fatalf("phrase audio %v", phrase)
+	}
+	tests := []struct {
+		filler  string
+		silence time.Duration
+		covered time.Duration
+	}{
+		{"none", 2 * time.Second, 0},
+		{"keepalive:800ms", 2 * time.Second, 1200 * ms},
+		{"keepalive:800ms", 500 * ms, 0},
+		{"keepalive:0s", 300 * ms, 300 * ms},
+		{`after:800ms:"One moment."`, 5 * time.Second, phrase},
+		{`after:800ms:"One moment."`, 900 * ms, 100 * ms},
+		{`after:800ms:"One moment."`, 800 * ms, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.filler, func(t *testing.T) {
+			t.Parallel()
+			f, err := ParseFiller(tt.filler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := f.Cover(tt.silence, v)
+			if c.Covered != tt.covered || c.Covered+c.Silent != tt.silence {
+				t.Errorf("%s over %v: covered %v silent %v, want covered %v", f, tt.silence, c.Covered, c.Silent, tt.covered)
+			}
+			if g, err := ParseFiller(f.String()); err != nil || g != f {
+				t.Errorf("round trip %q: %+v %v", f.String(), g, err)
+			}
+		})
+	}
+}
+
+func TestParseFillerErrors(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"after:800ms", "after:800ms:\"\"", "keepalive:soon", "keepalive:800ms:x", "music:1s", "after:-1s:hi"} {
+		t.Run(s, func(t *testing.T) {
+			t.Parallel()
+			if _, err := ParseFiller(s); err == nil {
+				t.Errorf("ParseFiller(%q) = nil error", s)
+			}
+		})
+	}
+}
