@@ -28,6 +28,11 @@ func (p *Playout) hear() {
 			continue
 		}
 		h.chunk = i
+		if i > 0 && p.toolBetween(i) {
+			// the LLM's reply ended in a tool call: the framework flushes
+			// the synthesis, and the transport sends what it held
+			s.End(p.Chunks[i-1].Done)
+		}
 		if s.Silent(c.Ready) {
 			s.Expire()
 			h.stopped = true // the bot has stopped speaking until this chunk's audio
@@ -42,6 +47,22 @@ func (p *Playout) hear() {
 	if h.started {
 		p.startAt = h.start
 	}
+}
+
+// toolBetween reports whether a tool call began between the last token
+// of speech chunk i-1 and the first of chunk i.
+func (p *Playout) toolBetween(i int) bool {
+	last, first := p.Chunks[i-1].Last, p.Chunks[i].First
+	if len(p.tools) == 0 || last < 0 || first >= len(p.at) {
+		return false
+	}
+	from, to := p.at[last], p.at[first]
+	for _, tc := range p.tools {
+		if tc.At >= from && tc.At <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // hearing is the listener's side of one turn through a transport.

@@ -160,3 +160,22 @@ func TestPropertyTransportKeepsLongGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportToolCallEndsTheSegment: a reply that stops for a 4 s tool
+// call ends the synthesis there, so Pipecat sends the partial frame it
+// held at once instead of cutting the silence in two after its 3 s idle
+// time: one tool-call silence, heard with the bot stopped.
+func TestTransportToolCallEndsTheSegment(t *testing.T) {
+	t.Parallel()
+	cfg := fixedConfig(t, 50*ms)
+	cfg.Transport = transport(t, "pipecat")
+	turn := textless("tool", 0, 4000*ms)
+	turn.ToolCalls = []ToolCall{{At: 10 * ms, Duration: 3990 * ms, Name: "lookup"}}
+	got := heardGaps(play(t, cfg, turn))
+	// 50 ms of audio: a frame (0-40), then the rest padded (40-50 speech,
+	// 50-80 padding); token 2's audio comes at 4 s
+	want := []heardGap{{50 * ms, 3950 * ms, CauseTool, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("gaps %v, want %v", got, want)
+	}
+}
