@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/speech-pipeline/underrun/tts"
 )
 
 // FillerKind names a filler policy.
@@ -18,7 +16,8 @@ const (
 	FillerNone FillerKind = "none"
 	// FillerPhrase: after Delay of silence the app speaks Phrase (LiveKit
 	// Agents' session.say, Pipecat's on_function_calls_started filler);
-	// its audio lasts what the turn's voice takes to speak it.
+	// its audio comes the synthesizer's time to first audio later and
+	// lasts what the turn's voice takes to speak it.
 	FillerPhrase FillerKind = "after"
 	// FillerKeepalive: after Delay a sound plays until speech resumes
 	// (LiveKit Agents' BackgroundAudioPlayer thinking_sound).
@@ -79,16 +78,19 @@ type Coverage struct {
 	Covered, Silent time.Duration
 }
 
-// Cover returns what f covers of a tool-call silence of length silence,
-// the phrase spoken by voice v. The filler starts Delay into the
-// silence; a phrase covers its own audio at most, a keep-alive sound the
-// rest of the silence.
-func (f Filler) Cover(silence time.Duration, v tts.Voice) Coverage {
+// Cover returns what f covers of a tool-call silence of length silence
+// in a pipeline configured as cfg. The filler starts Delay into the
+// silence. A keep-alive sound plays from then to the end of the silence;
+// a phrase is a request of its own to the synthesizer, so its audio
+// starts the synthesizer's time to first audio later (cfg.Synth.TTFA)
+// and lasts what cfg.Voice takes to speak it, at most to the end of the
+// silence.
+func (f Filler) Cover(silence time.Duration, cfg Config) Coverage {
 	rest := max(0, silence-f.Delay)
 	var c time.Duration
 	switch f.Kind {
 	case FillerPhrase:
-		c = min(rest, v.Duration(f.Phrase))
+		c = min(max(0, rest-cfg.Synth.TTFA), cfg.Voice.Duration(f.Phrase))
 	case FillerKeepalive:
 		c = rest
 	}

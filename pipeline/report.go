@@ -438,7 +438,7 @@ func (r *Report) Add(t *Turn, p *Playout) {
 // addToolSilence accounts a tool-call silence apart from the underruns.
 func (r *Report) addToolSilence(p *Playout, u Underrun, tc ToolCall) {
 	r.ToolSilences.add(u.Duration)
-	cov := r.opts.Filler.Cover(u.Duration, p.Config().Voice)
+	cov := r.opts.Filler.Cover(u.Duration, p.Config())
 	if cov.Covered > 0 {
 		r.FillerCover.add(cov.Covered)
 	}

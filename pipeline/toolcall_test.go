@@ -62,8 +62,10 @@ func TestToolCallSilenceIsApart(t *testing.T) {
 
 func TestFillerCover(t *testing.T) {
 	t.Parallel()
-	v := tts.Voice{WPM: 150}
-	phrase := v.Duration("One moment.")
+	cfg := DefaultConfig()
+	cfg.Voice = tts.Voice{WPM: 150}
+	cfg.Synth.TTFA = 50 * time.Millisecond
+	phrase := cfg.Voice.Duration("One moment.")
 	if phrase <= 0 {
 		t.Fatalf("phrase audio %v", phrase)
 	}
@@ -77,7 +79,8 @@ func TestFillerCover(t *testing.T) {
 		{"keepalive:800ms", 500 * ms, 0},
 		{"keepalive:0s", 300 * ms, 300 * ms},
 		{`after:800ms:"One moment."`, 5 * time.Second, phrase},
-		{`after:800ms:"One moment."`, 900 * ms, 100 * ms},
+		{`after:800ms:"One moment."`, 900 * ms, 50 * ms}, // the phrase's first audio at 850 ms
+		{`after:800ms:"One moment."`, 850 * ms, 0},
 		{`after:800ms:"One moment."`, 800 * ms, 0},
 	}
 	for _, tt := range tests {
@@ -87,7 +90,7 @@ func TestFillerCover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := f.Cover(tt.silence, v)
+			c := f.Cover(tt.silence, cfg)
 			if c.Covered != tt.covered || c.Covered+c.Silent != tt.silence {
 				t.Errorf("%s over %v: covered %v silent %v, want covered %v", f, tt.silence, c.Covered, c.Silent, tt.covered)
 			}
