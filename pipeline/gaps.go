@@ -163,7 +163,8 @@ func (p *Playout) classifyKind(u *Underrun, kind uint8, n int) {
 // toolBefore returns the tool call that explains gap u: one that started
 // after the text before u's chunk had streamed (the previous speech
 // chunk's last token) and before the gap ended, the late token arriving
-// after it started.
+// after it started (the token at whose arrival the tool call started was
+// not held up by it).
 func (p *Playout) toolBefore(u *Underrun) (ToolCall, bool) {
 	if len(p.tools) == 0 || u.Chunk < 1 || u.Token >= len(p.at) {
 		return ToolCall{}, false
@@ -173,7 +174,7 @@ func (p *Playout) toolBefore(u *Underrun) (ToolCall, bool) {
 		from = p.at[k]
 	}
 	for _, tc := range p.tools {
-		if tc.At >= from && tc.At < u.Start+u.Duration && p.at[u.Token] >= tc.At {
+		if tc.At >= from && tc.At < u.Start+u.Duration && p.at[u.Token] > tc.At {
 			return tc, true
 		}
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/speech-pipeline/underrun/tts"
@@ -10,20 +11,47 @@ import (
 
 // Retime returns a copy of t whose tokens arrive at a constant pace: the
 // first at ttft, every later token tpot after the one before. A chunk of
-// several tokens arrives with its last token.
+// several tokens arrives with its last token. A tool call keeps its place
+// (after the same chunk) and its length, the tokens after it that much
+// later: the pause is the tool's, not the model's pace.
 func Retime(t *Turn, ttft, tpot time.Duration) *Turn {
 	out := *t
 	out.Chunks = append([]Chunk(nil), t.Chunks...)
-	retime(out.Chunks, ttft, tpot)
+	out.ToolCalls = append([]ToolCall(nil), t.ToolCalls...)
+	retime(out.Chunks, out.ToolCalls, toolPlaces(t, nil), ttft, tpot)
 	return &out
 }
 
-// retime sets the arrival of every chunk for a constant pace, in place.
-func retime(chunks []Chunk, ttft, tpot time.Duration) {
-	n := 0
+// toolPlaces appends to places, for each of t's tool calls, how many of
+// its chunks arrived by the call's start.
+func toolPlaces(t *Turn, places []int) []int {
+	places = places[:0]
+	k := 0
+	for _, tc := range t.ToolCalls {
+		for k < len(t.Chunks) && t.Chunks[k].At <= tc.At {
+			k++
+		}
+		places = append(places, k)
+	}
+	return places
+}
+
+// retime sets the arrival of every chunk for a constant pace, in place,
+// and starts each tool call (at its place, toolPlaces) as the chunk before
+// it arrives. A tool call before the first chunk keeps its time: the TTFT
+// holds it.
+func retime(chunks []Chunk, tools []ToolCall, places []int, ttft, tpot time.Duration) {
+	n, j := 0, 0
+	var pause time.Duration
 	for i := range chunks {
+		for ; j < len(tools) && places[j] <= i; j++ {
+			if places[j] > 0 {
+				tools[j].At = chunks[places[j]-1].At
+				pause += tools[j].Duration
+			}
+		}
 		n += chunks[i].TokenCount()
-		chunks[i].At = ttft + time.Duration(n-1)*tpot
+		chunks[i].At = ttft + time.Duration(n-1)*tpot + pause
 	}
 }
 
@@ -72,10 +100,17 @@ func searchMaxTPOT(p *Playout, t *Turn, retimed []Chunk) (time.Duration, bool) {
 	retimed = append(retimed[:0], t.Chunks...)
 	turn := *t
 	turn.Chunks = retimed
+	var places []int
+	if len(t.ToolCalls) > 0 {
+		turn.ToolCalls = slices.Clone(t.ToolCalls)
+		places = toolPlaces(t, nil)
+	}
 	_, inContext := p.cfg.Durations.(ContextDurations)
 	clean := func(tpot time.Duration) bool {
-		retime(retimed, ttft, tpot)
-		if inContext || p.reuse {
+		retime(retimed, turn.ToolCalls, places, ttft, tpot)
+		if inContext || p.reuse || len(places) > 0 {
+			// with a tool call, a gap's cause (a tool-call silence is
+			// no interruption) is known at the end of the turn only
 			// measured in the context of the whole turn, or a policy whose
 			// releases depend on the text alone, whose plays after the
 			// first PlayTurn replays (the same text: timing work only)
@@ -121,10 +156,11 @@ func searchMaxTPOT(p *Playout, t *Turn, retimed []Chunk) (time.Duration, bool) {
 	return lo, true
 }
 
-// interrupts reports whether any of the underruns is an interruption.
+// interrupts reports whether any of the underruns is an interruption (a
+// tool-call silence is none).
 func interrupts(us []Underrun) bool {
 	for i := range us {
-		if us[i].Class == Interruption {
+		if us[i].Class == Interruption && us[i].Cause != CauseTool {
 			return true
 		}
 	}
@@ -147,6 +183,7 @@ type maxTPOTMemo struct {
 	answers map[string]memoAnswer
 	bytes   int
 	key     []byte
+	places  []int
 	scratch []Chunk
 }
 
@@ -203,7 +240,8 @@ func (m *maxTPOTMemo) MaxTPOT(t *Turn) (time.Duration, bool) {
 }
 
 // appendKey writes what the answer for t depends on: runs of equal chunks
-// (tokens, kind, text), and the TTFT unless the answer moves with it.
+// (tokens, kind, text), the TTFT unless the answer moves with it, and the
+// tool calls' places and lengths.
 func (m *maxTPOTMemo) appendKey(key []byte, t *Turn) []byte {
 	if !m.moves {
 		key = binary.AppendVarint(key, int64(t.Chunks[0].At))
@@ -227,6 +265,12 @@ func (m *maxTPOTMemo) appendKey(key []byte, t *Turn) []byte {
 		key = binary.AppendUvarint(key, uint64(len(c.Text)))
 		key = append(key, c.Text...)
 		i = j
+	}
+	// the tool calls: their places and lengths
+	m.places = toolPlaces(t, m.places)
+	for j, tc := range t.ToolCalls {
+		key = binary.AppendUvarint(key, uint64(m.places[j]))
+		key = binary.AppendVarint(key, int64(tc.Duration))
 	}
 	return key
 }

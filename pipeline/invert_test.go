@@ -35,7 +35,7 @@ func referenceMaxTPOT(cfg pipeline.Config, t *pipeline.Turn) (time.Duration, boo
 			return false
 		}
 		for _, u := range p.Underruns {
-			if u.Class == pipeline.Interruption {
+			if u.Class == pipeline.Interruption && u.Cause != pipeline.CauseTool {
 				return false
 			}
 		}

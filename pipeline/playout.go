@@ -32,6 +32,7 @@ type Playout struct {
 
 	turn   string
 	tools  []ToolCall      // the turn's tool calls (PlayTurn, SetToolCalls)
+	toolAt int             // the tool calls before it have ended the LLM's reply (flushTools)
 	at     []time.Duration // per streamed chunk: arrival
 	end    []int           // per streamed chunk: text offset after it
 	audio  []time.Duration // per streamed chunk: audio up to its end
@@ -61,6 +62,7 @@ type Playout struct {
 	sortedN           int             // 0: none yet (after resetTiming)
 	gapKinds          []uint8         // per underrun: how its chunk's text stood
 	heard             []Underrun      // hear's other slice: the player's underruns of the turn before
+	toolChunks        []int           // the chunks a tool-call silence comes before, in order (toolSegments)
 	arrivals          [][]Arrival     // per speech chunk, with Config.Measured: its measured pieces
 	speech            time.Duration   // audio of the released chunks
 	earliestStart     time.Duration   // the latest of every chunk's first audio (and allowance) less the audio before it
@@ -160,6 +162,7 @@ func (p *Playout) resetTiming(id string) {
 	p.sortedN = 0
 	p.synthDone, p.allReady, p.startHeld = 0, 0, false
 	p.timerOrigin, p.timerArmed = 0, false
+	p.toolAt = 0
 	p.started, p.ended = false, false
 	p.startAt, p.playhead, p.startChunk, p.scheduled, p.readyAudio = 0, 0, 0, 0, 0
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
@@ -265,6 +268,9 @@ func (p *Playout) push(c *Chunk) error {
 	if c.At < 0 {
 		return fmt.Errorf("%w: turn %q chunk %d arrives at %v, before its request", ErrOrder, p.turn, k, c.At)
 	}
+	if p.toolAt < len(p.tools) {
+		p.flushTools(c.At)
+	}
 	p.Advance(c.At)
 	p.at = append(p.at, c.At)
 	if c.Reasoning {
@@ -323,6 +329,26 @@ func (p *Playout) push(c *Chunk) error {
 	return nil
 }
 
+// flushTools ends the LLM's reply at each tool call that starts before
+// t: the frameworks end the model's response there (Pipecat's
+// LLMFullResponseEndFrame, LiveKit's end of the generation's text
+// stream), and their text aggregators let go of what they hold, so the
+// text before a tool call is spoken before the call returns.
+func (p *Playout) flushTools(t time.Duration) {
+	for ; p.toolAt < len(p.tools) && p.tools[p.toolAt].At < t; p.toolAt++ {
+		k := len(p.at) - 1
+		if k < 0 {
+			continue // nothing said before it
+		}
+		at := max(p.tools[p.toolAt].At, p.at[k])
+		p.Advance(at)
+		p.timerArmed = false
+		if rel := p.chunker.Flush(); rel > p.released {
+			p.release(rel, at, k, false)
+		}
+	}
+}
+
 // audioSoFar is the audio of all text appended so far.
 func (p *Playout) audioSoFar() time.Duration {
 	if n := len(p.audio); n > 0 {
@@ -369,6 +395,7 @@ func (p *Playout) finish() {
 	for i := range p.Underruns {
 		p.classify(len(p.at), i)
 	}
+	p.toolSegments()
 	p.tolerance()
 	p.minPreroll()
 	p.hear()

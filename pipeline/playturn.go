@@ -68,6 +68,11 @@ func Play(cfg Config, t *Turn) (*Playout, error) {
 // made, when the policy's releases depend on the text alone: the result
 // is the same.
 func (p *Playout) PlayTurn(t *Turn) error {
+	if len(t.ToolCalls) > 0 {
+		// a tool call flushes the policy (flushTools): the releases
+		// depend on where it falls, not on the text alone
+		p.memo = false
+	}
 	if p.memo {
 		p.tools = t.ToolCalls
 		if p.replay(t) {
@@ -79,7 +84,7 @@ func (p *Playout) PlayTurn(t *Turn) error {
 	if _, ok := p.cfg.Durations.(ContextDurations); ok && p.cfg.TokenAudio <= 0 && allText(t) {
 		p.whole = SpokenText(t)
 	}
-	if p.reuse {
+	if p.reuse && len(t.ToolCalls) == 0 {
 		p.recording = true
 		p.log = p.log[:0]
 	}

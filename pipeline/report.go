@@ -340,8 +340,10 @@ func (r *Report) Add(t *Turn, p *Playout) {
 				r.TurnsOverSLO++
 			}
 		}
+		tools := t.ToolPauses()
 		for i := 1; i < len(t.Chunks) && !r.itlElsewhere; i++ {
-			r.itl.AddDuration(t.Chunks[i].At - t.Chunks[i-1].At)
+			from, to := t.Chunks[i-1].At, t.Chunks[i].At
+			r.itl.AddDuration(to - from - tools.Within(from, to))
 		}
 	}
 	for _, c := range t.Chunks {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"time"
 )
 
@@ -23,6 +24,14 @@ import (
 // moves with the delay: the answer is Unbounded if no chunk waited for the
 // synthesizer (and the start waited for no earlier chunk), and otherwise
 // this bound, which is then conservative.
+//
+// A tool-call silence is no underrun (CauseTool), so it splits the turn
+// into segments, each ended as its own turn: the player drained before
+// the segment after it, which starts when its first chunk is ready. A
+// delay from inside a segment must keep that segment's last play end; a
+// delay from a segment's first chunk on moves the whole segment (the
+// synthesizer was idle: its audio had all played) and only lengthens the
+// tool-call silence.
 func (p *Playout) tolerance() {
 	n := len(p.at)
 	C := len(p.Chunks)
@@ -58,11 +67,18 @@ func (p *Playout) tolerance() {
 	end := chunks[C-1].PlayEnd
 	var tail time.Duration // audio of the chunks after c
 	c := C - 1
+	// first is the first chunk of c's segment: the one that started the
+	// player, or the one after a tool-call silence
+	segs := p.toolChunks
+	first := startChunk
+	if n := len(segs); n > 0 {
+		first = max(first, segs[n-1])
+	}
 	if !slow && !parallel {
-		// the usual case, the chunks after the one that started the
-		// player (c > startChunk >= 0: not the first) alone, in a loop
-		// small enough to keep its state in registers
-		for ; c > startChunk; c-- {
+		// the usual case, the chunks after the first of the last segment
+		// (c > first >= 0: not the turn's first) alone, in a loop small
+		// enough to keep its state in registers
+		for ; c > first; c-- {
 			ch := &chunks[c]
 			for ; k >= ch.Trigger; k-- {
 				tol[k] = next
@@ -89,7 +105,7 @@ func (p *Playout) tolerance() {
 			tol[k] = next
 		}
 		L := Unbounded
-		if c > startChunk {
+		if c > first {
 			// the latest first-audio time that keeps the turn's last
 			// audio, and so its total silence, where it is
 			L = end - tail - ch.Audio
@@ -116,8 +132,22 @@ func (p *Playout) tolerance() {
 		backlog = backlog || ch.Ready > ch.Release+l
 		// the tolerance when c is the first chunk delayed
 		next = Unbounded
-		if T != Unbounded && (c > startChunk || backlog) {
+		if T != Unbounded && (c > first || backlog) {
 			next = max(0, T)
+		}
+		if n := len(segs); n > 0 && c == segs[n-1] && c > startChunk {
+			// a delay from here on moves the whole segment, the
+			// synthesizer idle since the player drained: it only
+			// lengthens the tool-call silence
+			next = Unbounded
+			// the segment before it: a turn of its own
+			segs = segs[:n-1]
+			first = startChunk
+			if n > 1 {
+				first = max(first, segs[n-2])
+			}
+			end, tail = chunks[c-1].PlayEnd, 0
+			M, T, backlog = Unbounded, Unbounded, p.startHeld
 		}
 	}
 	for ; k >= 0; k-- {
@@ -132,12 +162,25 @@ func (p *Playout) tolerance() {
 // next; any pre-roll above what it holds just before S* starts it at S*
 // or later. MinPreroll is the smallest whole millisecond above that, a
 // value that works when passed back as Config.Preroll (or --preroll).
+//
+// The pre-roll holds the player's start, so it decides the gaps up to the
+// first tool-call silence only: the player drains there whatever it held,
+// and the chunks after it start again when the first of them is ready.
 func (p *Playout) minPreroll() {
 	p.MinPreroll = 0
 	if len(p.Chunks) == 0 {
 		return
 	}
 	S := p.earliestStart // max over the chunks, as they were released
+	if len(p.toolChunks) > 0 {
+		S = math.MinInt64
+		var before time.Duration
+		for i := range p.toolChunks[0] {
+			c := &p.Chunks[i]
+			S = max(S, c.Ready+p.allowance(c)-before)
+			before += c.Audio
+		}
+	}
 	var ready time.Duration
 	for i := range p.Chunks {
 		c := &p.Chunks[i]
@@ -165,4 +208,22 @@ func (p *Playout) minPreroll() {
 		return
 	}
 	p.MinPreroll = (ready/time.Millisecond + 1) * time.Millisecond
+}
+
+// toolSegments notes the chunks that come after a tool-call silence (the
+// gap before them is CauseTool), after the turn's gaps are classified.
+func (p *Playout) toolSegments() {
+	p.toolChunks = p.toolChunks[:0]
+	if len(p.tools) == 0 {
+		return
+	}
+	for i := range p.Underruns {
+		u := &p.Underruns[i]
+		if u.Cause != CauseTool || u.Chunk < 1 {
+			continue
+		}
+		if n := len(p.toolChunks); n == 0 || p.toolChunks[n-1] < u.Chunk {
+			p.toolChunks = append(p.toolChunks, u.Chunk)
+		}
+	}
 }

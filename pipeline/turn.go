@@ -144,7 +144,8 @@ type Timing struct {
 	HasSpeech bool
 	// E2E is the arrival of the last chunk.
 	E2E time.Duration
-	// TPOT is (E2E - TTFT) / (tokens - 1); HasTPOT is false below 2 tokens.
+	// TPOT is (E2E - TTFT - the tool calls' time between them) / (tokens
+	// - 1); HasTPOT is false below 2 tokens.
 	TPOT    time.Duration
 	HasTPOT bool
 	// Tokens is the output token count used for TPOT.
@@ -167,7 +168,8 @@ func (t *Turn) Timing() (tm Timing, ok bool) {
 	}
 	tm.Tokens = t.Tokens()
 	if tm.Tokens >= 2 {
-		tm.TPOT = time.Duration(math.Round(float64(tm.E2E-tm.TTFT) / float64(tm.Tokens-1)))
+		tools := t.ToolPauses()
+		tm.TPOT = time.Duration(math.Round(float64(tm.E2E-tm.TTFT-tools.Within(tm.TTFT, tm.E2E)) / float64(tm.Tokens-1)))
 		tm.HasTPOT = true
 	}
 	return tm, true
@@ -176,9 +178,39 @@ func (t *Turn) Timing() (tm Timing, ok bool) {
 // TPOTSeconds returns the exact TPOT in seconds, without the rounding to a
 // nanosecond that Timing.TPOT carries.
 func (t *Turn) TPOTSeconds() (float64, bool) {
-	n := t.Tokens()
+	return t.TPOTOver(t.Tokens())
+}
+
+// TPOTOver is TPOTSeconds for a turn of n tokens, counted by the caller.
+func (t *Turn) TPOTOver(n int) (float64, bool) {
 	if len(t.Chunks) == 0 || n < 2 {
 		return 0, false
 	}
-	return (t.Chunks[len(t.Chunks)-1].At - t.Chunks[0].At).Seconds() / float64(n-1), true
+	first, last := t.Chunks[0].At, t.Chunks[len(t.Chunks)-1].At
+	tools := t.ToolPauses()
+	return (last - first - tools.Within(first, last)).Seconds() / float64(n-1), true
+}
+
+// ToolPauses walks the turn's tool calls in time order (ToolPauses.Within).
+func (t *Turn) ToolPauses() ToolPauses { return ToolPauses{tools: t.ToolCalls} }
+
+// ToolPauses takes the tool calls' time out of the intervals between
+// tokens: the stream waits for the tool there, not for the model, so the
+// TPOT and the ITLs leave it out (the benchmark tools see two requests,
+// each with its own TPOT).
+type ToolPauses struct {
+	tools []ToolCall
+	next  int
+}
+
+// Within returns the time of the tool calls that start in [from, to),
+// the windows asked for in time order.
+func (w *ToolPauses) Within(from, to time.Duration) time.Duration {
+	var d time.Duration
+	for ; w.next < len(w.tools) && w.tools[w.next].At < to; w.next++ {
+		if w.tools[w.next].At >= from {
+			d += w.tools[w.next].Duration
+		}
+	}
+	return min(d, to-from)
 }

@@ -132,6 +132,9 @@ func NewMetrics(r *pipeline.Report, mc *sim.Result) Metrics {
 		m["speech_goodput"] = r.SpeechGoodput
 		m["speech_s"] = r.SpeechMs / 1000
 		m["min_preroll_ms"] = r.MinPrerollMs
+		m["tool_silences"] = float64(r.ToolSilences.Count)
+		m["tool_silence_ms"] = r.ToolSilences.TotalMs
+		m["filler_covered_ms"] = r.FillerCover.TotalMs
 		m["max_safe_tpot_ms"] = math.NaN()
 		if r.MaxSafeTPOTMs != nil {
 			m["max_safe_tpot_ms"] = *r.MaxSafeTPOTMs
@@ -153,6 +156,8 @@ func NewMetrics(r *pipeline.Report, mc *sim.Result) Metrics {
 		m["mc_goodput_high"] = mc.GoodputHigh
 		m["mc_interruptions"] = float64(mc.Interruptions)
 		m["mc_interrupted_turns"] = float64(mc.Interrupted)
+		m["mc_tool_silences"] = float64(mc.ToolSilences)
+		m["mc_tool_silence_ms"] = mc.ToolSilenceMs
 		m["mc_interruptions_per_minute"] = mc.InterruptionsRate
 		m["mc_interruptions_per_minute_p50"] = mc.PerMinute.P50
 		m["mc_interruptions_per_minute_p90"] = mc.PerMinute.P90

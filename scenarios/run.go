@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/sim"
@@ -24,41 +23,12 @@ func (s *Scenario) EachTurn(ctx context.Context, turns int, fn func(*pipeline.Tu
 		t := *stream.Turn(i)
 		t.Chunks = slices.Clone(t.Chunks)
 		t.ID = s.TurnID(i)
-		InsertToolCalls(&t, s.ToolCalls)
+		sim.InsertToolCalls(&t, s.Setup.ToolCalls)
 		if err := fn(&t); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// InsertToolCalls pauses t for each tool call: the stream stops when its
-// AfterTokens-th token has arrived (at 0 for none), and every chunk after
-// it arrives Duration later. A tool call past the turn's tokens is left
-// out. t's chunks must be its own.
-func InsertToolCalls(t *pipeline.Turn, tcs []ToolCallFile) {
-	if len(tcs) == 0 {
-		return
-	}
-	t.ToolCalls = nil
-	k, tokens := 0, 0
-	for _, tc := range tcs {
-		for k < len(t.Chunks) && tokens < tc.AfterTokens {
-			tokens += t.Chunks[k].TokenCount()
-			k++
-		}
-		if k >= len(t.Chunks) {
-			return
-		}
-		at := time.Duration(0)
-		if k > 0 {
-			at = t.Chunks[k-1].At
-		}
-		for j := k; j < len(t.Chunks); j++ {
-			t.Chunks[j].At += tc.Duration
-		}
-		t.ToolCalls = append(t.ToolCalls, pipeline.ToolCall{At: at, Duration: tc.Duration, Name: tc.Name})
-	}
 }
 
 // Evaluation is a scenario's outcome: its report, its Monte Carlo

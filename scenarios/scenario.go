@@ -66,7 +66,7 @@ type File struct {
 	TTS        TTSFile       `yaml:"tts"`
 	Expect     yaml.MapSlice `yaml:"expect"`
 	// ToolCalls pause every turn for a tool call (Scenario.ToolCalls).
-	ToolCalls []ToolCallFile `yaml:"tool_calls"`
+	ToolCalls []sim.ToolCall `yaml:"tool_calls"`
 }
 
 // GeneratorFile is the generator section of a scenario file.
@@ -178,18 +178,6 @@ type Scenario struct {
 	Expect []Expectation
 	// File is the file as decoded.
 	File File
-	// ToolCalls pause every turn the scenario plays (EachTurn) for a tool
-	// call, in order of AfterTokens; the Monte Carlo turns have none.
-	ToolCalls []ToolCallFile
-}
-
-// ToolCallFile is a tool call of the scenario file: after AfterTokens
-// tokens of every turn the stream stops for Duration (the tool named Name
-// runs); the tokens after it arrive that much later.
-type ToolCallFile struct {
-	AfterTokens int           `yaml:"after_tokens"`
-	Duration    time.Duration `yaml:"duration"`
-	Name        string        `yaml:"name"`
 }
 
 // MaxToolCall is the longest tool call a scenario may pause for.
@@ -343,7 +331,7 @@ func (ld *loader) build(f File) (*Scenario, error) {
 			return nil, ld.fieldErrorf("tool_calls", "tool call %d: after_tokens %d, before tool call %d's %d; want them in order", i+1, tc.AfterTokens, i, f.ToolCalls[i-1].AfterTokens)
 		}
 	}
-	s.ToolCalls = f.ToolCalls
+	s.Setup.ToolCalls = f.ToolCalls
 	return s, nil
 }
 

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 )
@@ -24,49 +23,6 @@ func TestToolCallsField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			checkParseError(t, tt.src, tt.want)
-		})
-	}
-}
-
-func TestInsertToolCalls(t *testing.T) {
-	t.Parallel()
-	ms := time.Millisecond
-	tests := []struct {
-		name  string
-		calls []ToolCallFile
-		at    []time.Duration
-		tools []pipeline.ToolCall
-	}{
-		{"after two tokens", []ToolCallFile{{AfterTokens: 2, Duration: time.Second, Name: "x"}},
-			[]time.Duration{0, 10 * ms, 1020 * ms, 1030 * ms}, []pipeline.ToolCall{{At: 10 * ms, Duration: time.Second, Name: "x"}}},
-		{"before any token", []ToolCallFile{{AfterTokens: 0, Duration: time.Second}},
-			[]time.Duration{1000 * ms, 1010 * ms, 1020 * ms, 1030 * ms}, []pipeline.ToolCall{{At: 0, Duration: time.Second}}},
-		{"past the turn", []ToolCallFile{{AfterTokens: 4, Duration: time.Second}},
-			[]time.Duration{0, 10 * ms, 20 * ms, 30 * ms}, nil},
-		{"two", []ToolCallFile{{AfterTokens: 1, Duration: 100 * ms}, {AfterTokens: 3, Duration: 200 * ms}},
-			[]time.Duration{0, 110 * ms, 120 * ms, 330 * ms}, []pipeline.ToolCall{{At: 0, Duration: 100 * ms}, {At: 120 * ms, Duration: 200 * ms}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			turn := &pipeline.Turn{}
-			for i := range 4 {
-				turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: time.Duration(i) * 10 * ms, Tokens: 1, Text: " a"})
-			}
-			InsertToolCalls(turn, tt.calls)
-			for i, c := range turn.Chunks {
-				if c.At != tt.at[i] {
-					t.Errorf("chunk %d at %v, want %v", i, c.At, tt.at[i])
-				}
-			}
-			if len(turn.ToolCalls) != len(tt.tools) {
-				t.Fatalf("tool calls %+v, want %+v", turn.ToolCalls, tt.tools)
-			}
-			for i := range tt.tools {
-				if turn.ToolCalls[i] != tt.tools[i] {
-					t.Errorf("tool call %d = %+v, want %+v", i, turn.ToolCalls[i], tt.tools[i])
-				}
-			}
 		})
 	}
 }

@@ -172,7 +172,7 @@ func (s *Stream) Turn(i int) *pipeline.Turn {
 	s.pcg.Seed(s.seed, splitmix64(uint64(i)))
 	rng := s.rng
 	t := &s.turn
-	t.ID, t.Chunks, t.Status = "", t.Chunks[:0], pipeline.StatusOK
+	t.ID, t.Chunks, t.Status, t.ToolCalls = "", t.Chunks[:0], pipeline.StatusOK, t.ToolCalls[:0]
 	var tx *text
 	content := s.gen.Tokens
 	if len(s.texts) > 0 {

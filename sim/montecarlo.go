@@ -73,6 +73,10 @@ type Result struct {
 	InterruptionMs    float64 `json:"interruption_ms"`
 	Glitches          int     `json:"glitches"`
 	InterruptionsRate float64 `json:"interruptions_per_minute"`
+	// ToolSilences count the silences while a tool call ran (the setup's
+	// tool calls), kept apart from the underruns.
+	ToolSilences  int     `json:"tool_silences,omitzero"`
+	ToolSilenceMs float64 `json:"tool_silence_ms,omitzero"`
 	// PerMinute is the distribution over turns of interruptions per minute
 	// of the turn's speech.
 	PerMinute Quantiles `json:"interruptions_per_minute_per_turn"`
@@ -212,13 +216,16 @@ type turnStat struct {
 	speech        float64 // seconds
 	tpot          float64 // ms, NaN when undefined
 	interruptionS float64
+	toolSilenceS  float64
 	interruptions int32
 	glitches      int32
+	toolSilences  int32
 }
 
 // worker is one goroutine's state.
 type worker struct {
 	stream  *Stream
+	tools   []ToolCall
 	playout *pipeline.Playout
 	itl     hist
 	tol     hist
@@ -286,12 +293,14 @@ func (l *load) streams(pcg *rand.PCG, i int) int {
 // opts.Workers goroutines and summarizes them. The result depends only on
 // gen, cfg, Turns and Seed.
 func Run(ctx context.Context, gen *Generator, cfg pipeline.Config, opts Options) (*Result, error) {
-	return run(ctx, gen, cfg, nil, opts)
+	return run(ctx, &Setup{Gen: *gen, Config: cfg}, opts)
 }
 
-// run is Run with a TTS server, when srv is not nil: each turn then plays
-// with the time to first audio and RTF of the streams drawn for it.
-func run(ctx context.Context, gen *Generator, cfg pipeline.Config, srv *TTSServer, opts Options) (*Result, error) {
+// run is Run for setup s: with a TTS server, when s.Server is not nil,
+// each turn plays with the time to first audio and RTF of the streams
+// drawn for it; with tool calls, each turn pauses for them.
+func run(ctx context.Context, s *Setup, opts Options) (*Result, error) {
+	gen, cfg, srv := &s.Gen, s.Config, s.Server
 	if err := gen.Validate(); err != nil {
 		return nil, err
 	}
@@ -319,7 +328,7 @@ func run(ctx context.Context, gen *Generator, cfg pipeline.Config, srv *TTSServe
 		if err != nil {
 			return nil, err
 		}
-		ws[i] = &worker{stream: gen.NewStream(opts.Seed), playout: p}
+		ws[i] = &worker{stream: gen.NewStream(opts.Seed), playout: p, tools: s.ToolCalls}
 		if ld != nil {
 			ws[i].load = ld
 			ws[i].playouts = make([]*pipeline.Playout, srv.Sessions+1)
@@ -381,6 +390,8 @@ func run(ctx context.Context, gen *Generator, cfg pipeline.Config, srv *TTSServe
 		r.Interruptions += int(s.interruptions)
 		r.Glitches += int(s.glitches)
 		r.InterruptionMs += s.interruptionS * 1000
+		r.ToolSilences += int(s.toolSilences)
+		r.ToolSilenceMs += s.toolSilenceS * 1000
 		if s.interruptions > 0 {
 			r.Interrupted++
 		}
@@ -420,6 +431,7 @@ func run(ctx context.Context, gen *Generator, cfg pipeline.Config, srv *TTSServe
 // turn plays turn i and records it.
 func (w *worker) turn(i int, s *turnStat) error {
 	t := w.stream.Turn(i)
+	InsertToolCalls(t, w.tools)
 	p := w.playout
 	if w.load != nil {
 		n := w.load.streams(w.pcg, i)
@@ -439,6 +451,11 @@ func (w *worker) turn(i int, s *turnStat) error {
 	}
 	s.speech = p.Speech().Seconds()
 	for _, u := range p.Underruns {
+		if u.Cause == pipeline.CauseTool {
+			s.toolSilences++
+			s.toolSilenceS += u.Duration.Seconds()
+			continue // no underrun: reported apart
+		}
 		if u.Class == pipeline.Interruption {
 			s.interruptions++
 			s.interruptionS += u.Duration.Seconds()
@@ -452,11 +469,13 @@ func (w *worker) turn(i int, s *turnStat) error {
 	start, started := p.Started()
 	tols := p.Tolerance[:len(chunks)]
 	tokens := 0
+	tools := t.ToolPauses()
 	for k := range chunks {
 		c := &chunks[k]
 		tokens += c.TokenCount()
 		if k > 0 {
-			w.itl.add(c.At - chunks[k-1].At)
+			from := chunks[k-1].At
+			w.itl.add(c.At - from - tools.Within(from, c.At))
 		}
 		if !started || c.At < start {
 			continue
@@ -468,23 +487,13 @@ func (w *worker) turn(i int, s *turnStat) error {
 		}
 	}
 	s.tpot = math.NaN()
-	if v, ok := tpotSeconds(t, tokens); ok {
+	if t.OutputTokens > 0 {
+		tokens = t.OutputTokens // as Turn.Tokens counts
+	}
+	if v, ok := t.TPOTOver(tokens); ok {
 		s.tpot = v * 1000
 	}
 	return nil
-}
-
-// tpotSeconds is t.TPOTSeconds() for a turn whose chunks carry tokens
-// tokens, counted by the caller on its way through them.
-func tpotSeconds(t *pipeline.Turn, tokens int) (float64, bool) {
-	n := tokens
-	if t.OutputTokens > 0 {
-		n = t.OutputTokens
-	}
-	if len(t.Chunks) == 0 || n < 2 {
-		return 0, false
-	}
-	return (t.Chunks[len(t.Chunks)-1].At - t.Chunks[0].At).Seconds() / float64(n-1), true
 }
 
 // exact summarizes values exactly (numpy-linear percentiles), sorting

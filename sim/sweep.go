@@ -112,6 +112,8 @@ type Setup struct {
 	// and RTF from the streams it holds at once (Config.Synth's are those
 	// of its typical load, for single turns); nil: Config.Synth alone.
 	Server *TTSServer
+	// ToolCalls pause every turn for a tool call (InsertToolCalls).
+	ToolCalls []ToolCall
 }
 
 // WithServer returns a copy with the TTS server srv (nil: none), its
@@ -153,7 +155,7 @@ func (s Setup) With(p Param, v float64) (Setup, error) {
 
 // Run simulates the setup.
 func (s Setup) Run(ctx context.Context, opts Options) (*Result, error) {
-	return run(ctx, &s.Gen, s.Config, s.Server, opts)
+	return run(ctx, &s, opts)
 }
 
 // Sweep varies one parameter from From to To in steps of Step.

@@ -25,6 +25,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, " %d%s: %d (%.2f%%)", n, plus, k, 100*float64(k)/float64(max(1, r.Turns)))
 	}
 	io.WriteString(w, "\n")
+	if r.ToolSilences > 0 {
+		fmt.Fprintf(w, "  tool-call silences (not underruns): %d (%.0f ms)\n", r.ToolSilences, r.ToolSilenceMs)
+	}
 	if q := r.Streams; q != nil {
 		fmt.Fprintf(w, "  tts server streams at once: mean %.2f, p50 %.0f, p99 %.0f, max %.0f\n", q.Mean, q.P50, q.P99, q.Max)
 	}
