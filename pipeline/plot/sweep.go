@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -71,7 +72,7 @@ func (s *Sweep) Validate() error {
 // does.
 func SafeLimit(points []SweepPoint, slo float64, increasing bool) (v float64, ok bool) {
 	ps := slices.Clone(points)
-	slices.SortStableFunc(ps, func(a, b SweepPoint) int { return cmpFloat(a.Value, b.Value) })
+	slices.SortStableFunc(ps, func(a, b SweepPoint) int { return cmp.Compare(a.Value, b.Value) })
 	if increasing {
 		slices.Reverse(ps)
 	}
@@ -82,16 +83,6 @@ func SafeLimit(points []SweepPoint, slo float64, increasing bool) (v float64, ok
 		v, ok = p.Value, true
 	}
 	return v, ok
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Figure draws the sweep: interruption rate (top) and speech goodput
@@ -110,7 +101,7 @@ func (s *Sweep) Figure() (*Figure, error) {
 		markerR, lineW = 3.5, 2.0
 	)
 	ps := slices.Clone(s.Points)
-	slices.SortStableFunc(ps, func(a, b SweepPoint) int { return cmpFloat(a.Value, b.Value) })
+	slices.SortStableFunc(ps, func(a, b SweepPoint) int { return cmp.Compare(a.Value, b.Value) })
 	safe, hasSafe := s.Safe, s.HasSafe
 	if !hasSafe && s.GoodputSLO > 0 {
 		safe, hasSafe = SafeLimit(ps, s.GoodputSLO, s.Increasing)

@@ -102,83 +102,89 @@ func appendString(b []byte, s string) []byte {
 	return append(b, out...)
 }
 
-// BeginTurn writes a turn record.
-func (w *Writer) BeginTurn(t *pipeline.Turn) error {
+// record starts a record of type kind for turn id.
+func (w *Writer) record(kind, id string) {
 	w.ensureHeader()
-	w.buf = append(w.buf, `{"type":"turn","turn":`...)
-	w.buf = appendString(w.buf, t.ID)
-	if t.Session != "" {
-		w.buf = append(w.buf, `,"session":`...)
-		w.buf = appendString(w.buf, t.Session)
+	w.buf = append(w.buf, `{"type":"`...)
+	w.buf = append(w.buf, kind...)
+	w.buf = append(w.buf, `","turn":`...)
+	w.buf = appendString(w.buf, id)
+}
+
+// str adds the field name with the string v, when v is not empty.
+func (w *Writer) str(name, v string) {
+	if v == "" {
+		return
 	}
-	if !t.Start.IsZero() {
-		w.buf = append(w.buf, `,"start_unix_ns":`...)
-		w.buf = strconv.AppendInt(w.buf, t.Start.UnixNano(), 10)
-	}
+	w.buf = append(w.buf, `,"`...)
+	w.buf = append(w.buf, name...)
+	w.buf = append(w.buf, `":`...)
+	w.buf = appendString(w.buf, v)
+}
+
+// int adds the field name with the number v.
+func (w *Writer) int(name string, v int64) {
+	w.buf = append(w.buf, `,"`...)
+	w.buf = append(w.buf, name...)
+	w.buf = append(w.buf, `":`...)
+	w.buf = strconv.AppendInt(w.buf, v, 10)
+}
+
+// end ends the record and writes it.
+func (w *Writer) end() error {
 	w.buf = append(w.buf, "}\n"...)
 	return w.flush()
+}
+
+// BeginTurn writes a turn record.
+func (w *Writer) BeginTurn(t *pipeline.Turn) error {
+	w.record("turn", t.ID)
+	w.str("session", t.Session)
+	if !t.Start.IsZero() {
+		w.int("start_unix_ns", t.Start.UnixNano())
+	}
+	return w.end()
 }
 
 // WriteChunk writes one chunk record of turn id.
 func (w *Writer) WriteChunk(id string, c pipeline.Chunk) error {
-	w.ensureHeader()
-	w.buf = append(w.buf, `{"type":"chunk","turn":`...)
-	w.buf = appendString(w.buf, id)
-	w.buf = append(w.buf, `,"t_ns":`...)
-	w.buf = strconv.AppendInt(w.buf, int64(c.At), 10)
+	w.record("chunk", id)
+	w.int("t_ns", int64(c.At))
 	if !c.Textless {
 		w.buf = append(w.buf, `,"text":`...)
-		w.buf = appendString(w.buf, c.Text)
+		w.buf = appendString(w.buf, c.Text) // "" too: a token with empty text
 	}
 	if c.Tokens > 1 || (c.Tokens == 1 && !c.Textless) {
-		w.buf = append(w.buf, `,"tokens":`...)
-		w.buf = strconv.AppendInt(w.buf, int64(c.Tokens), 10)
+		w.int("tokens", int64(c.Tokens))
 	}
 	if c.Reasoning {
 		w.buf = append(w.buf, `,"reasoning":true`...)
 	}
-	w.buf = append(w.buf, "}\n"...)
-	return w.flush()
+	return w.end()
 }
 
 // EndTurn writes the end record of a turn.
 func (w *Writer) EndTurn(t *pipeline.Turn) error {
-	w.ensureHeader()
 	status := t.Status
 	if status == "" {
 		status = pipeline.StatusOK
 	}
-	w.buf = append(w.buf, `{"type":"end","turn":`...)
-	w.buf = appendString(w.buf, t.ID)
-	w.buf = append(w.buf, `,"status":`...)
-	w.buf = appendString(w.buf, string(status))
-	if t.Error != "" {
-		w.buf = append(w.buf, `,"error":`...)
-		w.buf = appendString(w.buf, t.Error)
-	}
+	w.record("end", t.ID)
+	w.str("status", string(status))
+	w.str("error", t.Error)
 	if t.OutputTokens > 0 {
-		w.buf = append(w.buf, `,"output_tokens":`...)
-		w.buf = strconv.AppendInt(w.buf, int64(t.OutputTokens), 10)
+		w.int("output_tokens", int64(t.OutputTokens))
 	}
-	w.buf = append(w.buf, "}\n"...)
-	return w.flush()
+	return w.end()
 }
 
 // WriteToolCall writes a tool record of turn id.
 func (w *Writer) WriteToolCall(id string, tc pipeline.ToolCall) error {
-	w.ensureHeader()
-	w.buf = append(w.buf, `{"type":"tool","turn":`...)
-	w.buf = appendString(w.buf, id)
-	w.buf = append(w.buf, `,"t_ns":`...)
-	w.buf = strconv.AppendInt(w.buf, int64(tc.At), 10)
-	w.buf = append(w.buf, `,"duration_ns":`...)
-	w.buf = strconv.AppendInt(w.buf, int64(tc.Duration), 10)
-	if tc.Name != "" {
-		w.buf = append(w.buf, `,"name":`...)
-		w.buf = appendString(w.buf, tc.Name)
-	}
-	w.buf = append(w.buf, "}\n"...)
-	return w.flush()
+	w.record("tool", id)
+	w.int("t_ns", int64(tc.At))
+	w.int("duration_ns", int64(tc.Duration))
+	w.str("name", tc.Name)
+	return w.end()
 }
 
 // WriteTurn writes a whole turn: its turn record, chunks and end.

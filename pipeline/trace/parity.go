@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -817,7 +818,7 @@ func (w *weightedSample) pdf() (values, probs []float64, total float64) {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(w.values[a], w.values[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(w.values[a], w.values[b]) })
 	for _, i := range idx {
 		v, wt := w.values[i], w.weights[i]
 		if n := len(values); n > 0 && values[n-1] == v {
@@ -839,16 +840,6 @@ func (w *weightedSample) pdf() (values, probs []float64, total float64) {
 		probs[i] /= total
 	}
 	return values, probs, total
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // percentile is GuideLLM's: the first value whose cumulative probability
