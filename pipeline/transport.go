@@ -34,6 +34,9 @@ func (p *Playout) hear() {
 			s.End(p.Chunks[i-1].Done)
 		}
 		if s.Silent(c.Ready) {
+			// what the sender held goes out at the idle deadline, before
+			// the bot counts as stopped (Add would send it too, but with
+			// the stop already noted)
 			s.Expire()
 			h.stopped = true // the bot has stopped speaking until this chunk's audio
 		}
