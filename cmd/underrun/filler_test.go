@@ -1,8 +1,11 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
 // TestFillerFlag: --filler reaches the report of analyze and sim, and a bad
@@ -36,4 +39,34 @@ func TestFillerFlag(t *testing.T) {
 		{[]string{"analyze", "--filler", "music:1s", trace}, "--filler"},
 		{[]string{"sim", "tool-call", "--filler", "after:1s", "--monte-carlo", "10"}, "--filler"},
 	})
+}
+
+// TestSpeakAndHeardToolCall: speak replays the tool-call trace through
+// real espeak-ng audio: the words before the call are spoken while it
+// runs, the silence is heard as predicted and kept apart with --filler's
+// cover; heard finds the same silence in the recording, cause tool_call.
+func TestSpeakAndHeardToolCall(t *testing.T) {
+	t.Parallel()
+	streamtest.Espeak(t, 175)
+	const trace = "../../pipeline/trace/testdata/native/tool-call.jsonl"
+	dir := t.TempDir()
+	wav, rec := filepath.Join(dir, "heard.wav"), filepath.Join(dir, "run.jsonl")
+	code, out, errOut := runCLI(t, "", "speak", "--check", "--filler", "keepalive:800ms", "--wav-out", wav, "--record", rec, trace)
+	if code != exitOK {
+		t.Fatalf("speak: exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"underruns: 0 (0 ms)", "tool-call silences (not underruns): 1 (", "filler keepalive:800ms covers ", ", 800 ms stay silent", "1 of 1 gaps heard as predicted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("speak output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = runCLI(t, "", "heard", "--filler", "keepalive:800ms", wav, rec)
+	if code != exitOK {
+		t.Fatalf("heard: exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"interruption, tool_call", "underruns: 0 (0 ms)", "tool-call silences (not underruns): 1 (", ", 800 ms stay silent"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("heard output lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -49,6 +49,9 @@ type speakRun struct {
 // open starts the report, the outputs, the player and the guard.
 func (r *speakRun) open() (err error) {
 	c := r.cmd
+	if err := c.out.useFiller(&c.engine); err != nil {
+		return err
+	}
 	if r.session, err = c.out.begin(c.env, r.cfg); err != nil {
 		return err
 	}

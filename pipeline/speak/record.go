@@ -105,6 +105,11 @@ func (r *Recorder) WriteChunk(turn string, c pipeline.Chunk) error {
 	return r.do(func() error { return r.tw.WriteChunk(turn, c) })
 }
 
+// WriteToolCall writes a tool record.
+func (r *Recorder) WriteToolCall(turn string, tc pipeline.ToolCall) error {
+	return r.do(func() error { return r.tw.WriteToolCall(turn, tc) })
+}
+
 // EndTurn writes a turn's end record.
 func (r *Recorder) EndTurn(t *pipeline.Turn) error {
 	return r.do(func() error { return r.tw.EndTurn(t) })

@@ -137,6 +137,17 @@ func (st *SessionTurn) Push(c pipeline.Chunk) error {
 	return nil
 }
 
+// ToolCall notes a tool call of the turn (Turn.ToolCall).
+func (st *SessionTurn) ToolCall(tc pipeline.ToolCall) error {
+	if err := st.t.ToolCall(tc); err != nil {
+		return err
+	}
+	if rec := st.s.opts.Recorder; rec != nil {
+		st.s.fail(rec.WriteToolCall(st.id, tc))
+	}
+	return nil
+}
+
 // End closes the turn's stream.
 func (st *SessionTurn) End(status pipeline.Status, errText string, outputTokens int) error {
 	if err := st.t.End(status, errText); err != nil {
@@ -219,7 +230,19 @@ func (s *Session) Replay(ctx context.Context, turns []*pipeline.Turn, pause time
 		if err != nil {
 			return &TurnError{Turn: t.ID, Err: err}
 		}
+		tools := t.ToolCalls
 		for _, ch := range t.Chunks {
+			for ; len(tools) > 0 && tools[0].At < ch.At; tools = tools[1:] {
+				// the reply stopped for a tool call before this chunk
+				if err := wait(begin.Add(tools[0].At)); err != nil {
+					st.Abort()
+					return err
+				}
+				if err := st.ToolCall(tools[0]); err != nil {
+					st.Abort()
+					return &TurnError{Turn: t.ID, Err: err}
+				}
+			}
 			if err := wait(begin.Add(ch.At)); err != nil {
 				st.Abort()
 				return err

@@ -83,3 +83,74 @@ func TestSessionReplay(t *testing.T) {
 		t.Errorf("recording holds no heard record of t1:\n%s", recorded.String())
 	}
 }
+
+// TestSessionReplayToolCall: a replayed tool call ends the LLM's reply in
+// the real pipeline as in the engine: the policy lets go of the words
+// before it at once, the silence while the tool runs is heard as
+// predicted, with the cause tool_call, and the recording keeps the call.
+func TestSessionReplayToolCall(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := pipeline.DefaultConfig()
+	cfg.Synth.Mode = tts.ModeRequest
+	cfg.Policy, _ = tts.ParsePolicy("word")
+	pl, err := player.New(22050, player.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	go pl.Run(ctx, 0)
+	var recorded bytes.Buffer
+	p, err := speak.New(speak.Config{Engine: cfg, Synthesizer: toneSynth{}, Player: pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer guard.Close()
+	s, err := speak.NewSession(speak.SessionOptions{Pipeline: p, Guard: guard, Recorder: speak.NewRecorder(&recorded, "test"), Rate: 22050})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := &pipeline.Turn{ID: "t1", ToolCalls: []pipeline.ToolCall{{At: 50 * ms, Duration: 800 * ms, Name: "get_weather"}}}
+	for i, w := range []string{"Sure,", " let", " me", " check.", " It", " is", " sunny."} {
+		at := time.Duration(10*(i+1)) * ms
+		if i >= 4 {
+			at += 800 * ms
+		}
+		turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: at, Text: w, Tokens: 1})
+	}
+	var res *speak.Result
+	var cmp *speak.Comparison
+	err = s.Replay(ctx, []*pipeline.Turn{turn}, 0, func(_ *speak.SessionTurn, r *speak.Result, c *speak.Comparison) error {
+		res, cmp = r, c
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Record.ToolCalls) != 1 || res.Record.ToolCalls[0].Name != "get_weather" {
+		t.Fatalf("recorded tool calls %+v", res.Record.ToolCalls)
+	}
+	for _, c := range res.Chunks {
+		if strings.Contains(c.Text, "check.") && c.Release != 50*ms {
+			t.Errorf("%q released at %v, want 50ms: the tool call ends the reply", c.Text, c.Release)
+		}
+	}
+	if !cmp.Agrees() {
+		t.Fatalf("heard differs from predicted: %+v", cmp.Pairs)
+	}
+	r := pipeline.NewReport(cfg, pipeline.ReportOptions{TPOTSLO: time.Second, Filler: pipeline.Filler{Kind: pipeline.FillerKeepalive, Delay: 200 * ms}})
+	r.Add(res.Record, cmp.Heard)
+	r.Close()
+	if r.ToolSilences.Count != 1 || r.Underruns.Count != 0 || r.FillerCover.TotalMs <= 0 {
+		t.Fatalf("heard: %d tool-call silences, %d underruns, filler covers %v ms; want 1, 0 and some", r.ToolSilences.Count, r.Underruns.Count, r.FillerCover.TotalMs)
+	}
+	if !strings.Contains(recorded.String(), `{"type":"tool","turn":"t1","t_ns":50000000,"duration_ns":800000000,"name":"get_weather"}`) {
+		t.Errorf("the recording lacks the tool call:\n%s", recorded.String())
+	}
+}

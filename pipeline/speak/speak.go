@@ -72,6 +72,9 @@ type Timing struct {
 	// Arrivals are the pieces in which the audio came, each at the moment
 	// the player could play it.
 	Arrivals []pipeline.Arrival `json:"-"`
+
+	over      bool // all its audio is with the player (Turn.over)
+	endsReply bool // a tool call ended the reply after it: its end ends the segment
 }
 
 // Result is one turn as it was spoken and heard.
@@ -204,6 +207,46 @@ func (t *Turn) Push(c pipeline.Chunk) (pipeline.Chunk, error) {
 	}
 	t.arm()
 	return c, nil
+}
+
+// ToolCall notes that the stream stopped at tc.At for a tool call (times
+// from the turn's beginning): the LLM's reply ends there, so the policy
+// lets go of what it holds, as the frameworks' text aggregators do, and
+// the synthesis segment ends once that text is spoken (an output
+// transport sends its partial frame then).
+func (t *Turn) ToolCall(tc pipeline.ToolCall) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return fmt.Errorf("%w: turn %q has ended", pipeline.ErrOrder, t.rec.ID)
+	}
+	if tc.At < t.lastAt {
+		return fmt.Errorf("%w: turn %q tool call at %v, before the chunk before it at %v", pipeline.ErrOrder, t.rec.ID, tc.At, t.lastAt)
+	}
+	t.expire(tc.At)
+	t.lastAt = tc.At
+	t.rec.ToolCalls = append(t.rec.ToolCalls, tc)
+	if rel := t.chunker.Flush(); rel > t.released {
+		t.release(rel, tc.At)
+	}
+	t.arm()
+	if n := len(t.chunks); n > 0 && t.p.mode == tts.ModeStream {
+		// a request per chunk ends a segment with every chunk already
+		last := t.chunks[n-1]
+		if last.over {
+			t.endSegment(last)
+		} else {
+			last.endsReply = true
+		}
+	}
+	return nil
+}
+
+// endSegment ends the synthesis segment after chunk c's audio.
+func (t *Turn) endSegment(c *Timing) {
+	if err := t.p.cfg.Player.EndSegment(t.rec.ID); err != nil {
+		t.errs = append(t.errs, fmt.Sprintf("chunk %d %q: %s", c.Index, clip(c.Text), err))
+	}
 }
 
 // expire fires the policy's timers due by at (mu held).
@@ -391,14 +434,14 @@ func (t *Turn) sentLocked(c *Timing) {
 
 // over marks chunk c's audio as complete.
 func (t *Turn) over(c *Timing) {
-	if t.p.mode != tts.ModeStream {
-		// a request per chunk: each ends a synthesis segment, whose
-		// partial frame an output transport sends now
-		if err := t.p.cfg.Player.EndSegment(t.rec.ID); err != nil {
-			t.fail(c, err)
-		}
-	}
 	t.mu.Lock()
+	c.over = true
+	// a request per chunk ends a synthesis segment, and so does the
+	// end of the LLM's reply at a tool call: an output transport sends
+	// its partial frame now
+	if t.p.mode != tts.ModeStream || c.endsReply {
+		t.endSegment(c)
+	}
 	snap := *c
 	t.mu.Unlock()
 	if t.p.cfg.OnChunk != nil {
