@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -187,4 +188,22 @@ func (c *ManualClock) nextDue(t time.Time) *manualTimer {
 	}
 	c.timers = c.timers[1:]
 	return first
+}
+
+// SleepUntil waits on timer (one of the caller's, reused) until the wall
+// clock reaches until, or ctx is done: then it returns ctx's error. A time
+// already past returns at once.
+func SleepUntil(ctx context.Context, timer *time.Timer, until time.Time) error {
+	d := time.Until(until)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer.Reset(d)
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		timer.Stop()
+		return ctx.Err()
+	}
 }

@@ -366,22 +366,6 @@ func (s *mockStream) flush(f http.Flusher) error {
 	return nil
 }
 
-// wait sleeps until at since the request arrived, or the client leaves.
-func wait(ctx context.Context, timer *time.Timer, start time.Time, at time.Duration) error {
-	d := time.Until(start.Add(at))
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer.Reset(d)
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		timer.Stop()
-		return ctx.Err()
-	}
-}
-
 func (s *mockStream) stream(ctx context.Context) (int, error) {
 	f, ok := s.w.(http.Flusher)
 	if !ok {
@@ -400,7 +384,7 @@ func (s *mockStream) stream(ctx context.Context) (int, error) {
 	defer timer.Stop()
 	sent := 0
 	for i, c := range s.turn.Chunks[:n] {
-		if err := wait(ctx, timer, s.start, c.At); err != nil {
+		if err := pipeline.SleepUntil(ctx, timer, s.start.Add(c.At)); err != nil {
 			return i, err
 		}
 		if i == 0 && s.chat {
@@ -450,7 +434,7 @@ func (s *mockStream) whole(ctx context.Context) (int, error) {
 	if n > 0 {
 		timer := time.NewTimer(time.Hour)
 		defer timer.Stop()
-		if err := wait(ctx, timer, s.start, s.turn.Chunks[n-1].At); err != nil {
+		if err := pipeline.SleepUntil(ctx, timer, s.start.Add(s.turn.Chunks[n-1].At)); err != nil {
 			return 0, err
 		}
 	}

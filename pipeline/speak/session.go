@@ -206,19 +206,7 @@ func (e *TurnError) Unwrap() error { return e.Err }
 func (s *Session) Replay(ctx context.Context, turns []*pipeline.Turn, pause time.Duration, heard func(st *SessionTurn, res *Result, cmp *Comparison) error) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	wait := func(until time.Time) error {
-		d := time.Until(until)
-		if d <= 0 {
-			return ctx.Err()
-		}
-		timer.Reset(d)
-		select {
-		case <-timer.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	wait := func(until time.Time) error { return pipeline.SleepUntil(ctx, timer, until) }
 	for i, t := range turns {
 		if i > 0 && pause > 0 {
 			if err := wait(time.Now().Add(pause)); err != nil {
