@@ -15,6 +15,32 @@ import (
 	"github.com/speech-pipeline/underrun/tts/player"
 )
 
+// toneSession is a Session of cfg speaking with toneSynth in real time,
+// recording into recorded, its player and guard closed with the test.
+func toneSession(t *testing.T, ctx context.Context, cfg pipeline.Config, recorded *bytes.Buffer) *speak.Session {
+	t.Helper()
+	pl, err := player.New(22050, player.Options{Preroll: cfg.Preroll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pl.Close() })
+	go pl.Run(ctx, 0)
+	p, err := speak.New(speak.Config{Engine: cfg, Synthesizer: toneSynth{}, Player: pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { guard.Close() })
+	s, err := speak.NewSession(speak.SessionOptions{Pipeline: p, Guard: guard, Recorder: speak.NewRecorder(recorded, "test"), Rate: 22050})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestSessionReplay replays a turn and then one whose chunks go back in
 // time: the first is heard, compared, reported and recorded; the second
 // is refused as a TurnError before anything of it is heard.
@@ -24,31 +50,12 @@ func TestSessionReplay(t *testing.T) {
 	defer cancel()
 	cfg := pipeline.DefaultConfig()
 	cfg.Synth.Mode = tts.ModeRequest
-	pl, err := player.New(22050, player.Options{Preroll: cfg.Preroll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
-	go pl.Run(ctx, 0)
 	var recorded bytes.Buffer
-	rec := speak.NewRecorder(&recorded, "test")
-	p, err := speak.New(speak.Config{Engine: cfg, Synthesizer: toneSynth{}, Player: pl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer guard.Close()
-	s, err := speak.NewSession(speak.SessionOptions{Pipeline: p, Guard: guard, Recorder: rec, Rate: 22050})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := toneSession(t, ctx, cfg, &recorded)
 	good := sim.ConstantTurn("t1", "One two three four.", 10*time.Millisecond, 10*time.Millisecond, nil)
 	bad := &pipeline.Turn{ID: "t2", Chunks: []pipeline.Chunk{{At: 20 * time.Millisecond, Text: "Later", Tokens: 1}, {At: 10 * time.Millisecond, Text: " sooner", Tokens: 1}}}
 	var heard []string
-	err = s.Replay(ctx, []*pipeline.Turn{good, bad}, 0, func(st *speak.SessionTurn, res *speak.Result, cmp *speak.Comparison) error {
+	err := s.Replay(ctx, []*pipeline.Turn{good, bad}, 0, func(st *speak.SessionTurn, res *speak.Result, cmp *speak.Comparison) error {
 		heard = append(heard, st.ID())
 		return nil
 	})
@@ -96,26 +103,8 @@ func TestSessionReplayToolCall(t *testing.T) {
 	cfg := pipeline.DefaultConfig()
 	cfg.Synth.Mode = tts.ModeRequest
 	cfg.Policy, _ = tts.ParsePolicy("word")
-	pl, err := player.New(22050, player.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
-	go pl.Run(ctx, 0)
 	var recorded bytes.Buffer
-	p, err := speak.New(speak.Config{Engine: cfg, Synthesizer: toneSynth{}, Player: pl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer guard.Close()
-	s, err := speak.NewSession(speak.SessionOptions{Pipeline: p, Guard: guard, Recorder: speak.NewRecorder(&recorded, "test"), Rate: 22050})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := toneSession(t, ctx, cfg, &recorded)
 	turn := &pipeline.Turn{ID: "t1", ToolCalls: []pipeline.ToolCall{{At: 50 * ms, Duration: 800 * ms, Name: "get_weather"}}}
 	for i, w := range []string{"Sure,", " let", " me", " check.", " It", " is", " sunny."} {
 		at := time.Duration(10*(i+1)) * ms
@@ -126,7 +115,7 @@ func TestSessionReplayToolCall(t *testing.T) {
 	}
 	var res *speak.Result
 	var cmp *speak.Comparison
-	err = s.Replay(ctx, []*pipeline.Turn{turn}, 0, func(_ *speak.SessionTurn, r *speak.Result, c *speak.Comparison) error {
+	err := s.Replay(ctx, []*pipeline.Turn{turn}, 0, func(_ *speak.SessionTurn, r *speak.Result, c *speak.Comparison) error {
 		res, cmp = r, c
 		return nil
 	})
