@@ -144,30 +144,26 @@ func dtypeNames() string {
 
 // LookupGPU finds a built-in GPU profile by name (case-insensitive).
 func LookupGPU(name string) (GPU, error) {
-	for _, g := range GPUs {
-		if strings.EqualFold(g.Name, name) {
-			return g, nil
-		}
-	}
-	names := make([]string, len(GPUs))
-	for i, g := range GPUs {
-		names[i] = g.Name
-	}
-	return GPU{}, fmt.Errorf("%w: unknown gpu %q: want one of %s", ErrModel, name, strings.Join(names, ", "))
+	return lookup(GPUs, func(g GPU) string { return g.Name }, "gpu", name)
 }
 
 // LookupModel finds a built-in model profile by name (case-insensitive).
 func LookupModel(name string) (Model, error) {
-	for _, m := range Models {
-		if strings.EqualFold(m.Name, name) {
-			return m, nil
+	return lookup(Models, func(m Model) string { return m.Name }, "model", name)
+}
+
+// lookup finds the entry of list called want (case-insensitive), or says
+// which kind was unknown and lists the names there are.
+func lookup[T any](list []T, name func(T) string, kind, want string) (T, error) {
+	names := make([]string, len(list))
+	for i, v := range list {
+		if strings.EqualFold(name(v), want) {
+			return v, nil
 		}
+		names[i] = name(v)
 	}
-	names := make([]string, len(Models))
-	for i, m := range Models {
-		names[i] = m.Name
-	}
-	return Model{}, fmt.Errorf("%w: unknown model %q: want one of %s", ErrModel, name, strings.Join(names, ", "))
+	var zero T
+	return zero, fmt.Errorf("%w: unknown %s %q: want one of %s", ErrModel, kind, want, strings.Join(names, ", "))
 }
 
 // Validate reports the first parameter out of range.

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -153,16 +152,11 @@ var TTSServers = []TTSServer{
 // LookupTTSServer finds a built-in TTS server preset by name
 // (case-insensitive), with one session, always active.
 func LookupTTSServer(name string) (TTSServer, error) {
-	for _, s := range TTSServers {
-		if strings.EqualFold(s.Name, name) {
-			s.Curve = append([]TTSLoad(nil), s.Curve...)
-			s.Sessions, s.Active = 1, 1
-			return s, nil
-		}
+	s, err := lookup(TTSServers, func(s TTSServer) string { return s.Name }, "tts server", name)
+	if err != nil {
+		return s, err
 	}
-	names := make([]string, len(TTSServers))
-	for i, s := range TTSServers {
-		names[i] = s.Name
-	}
-	return TTSServer{}, fmt.Errorf("%w: unknown tts server %q: want one of %s", ErrModel, name, strings.Join(names, ", "))
+	s.Curve = append([]TTSLoad(nil), s.Curve...)
+	s.Sessions, s.Active = 1, 1
+	return s, nil
 }

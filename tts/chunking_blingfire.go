@@ -33,7 +33,7 @@ func blingfireSplit(text string, minLen int, spans []sentenceSpan) []sentenceSpa
 	}
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
-		if !isBlingfireEnd(r) {
+		if !isLiveKitMark(r) {
 			i += size
 			continue
 		}
@@ -41,7 +41,7 @@ func blingfireSplit(text string, minLen int, spans []sentenceSpan) []sentenceSpa
 		quoted := false
 		for e < len(text) {
 			r2, s2 := utf8.DecodeRuneInString(text[e:])
-			if !isBlingfireEnd(r2) && !isBlingfireCloser(r2) {
+			if !isLiveKitMark(r2) && !isBlingfireCloser(r2) {
 				break
 			}
 			quoted = quoted || isQuoteCloser(r2)
@@ -97,14 +97,6 @@ func blingfireKeptSpaces(s string) int {
 	}
 	flush()
 	return extra
-}
-
-func isBlingfireEnd(r rune) bool {
-	switch r {
-	case '.', '!', '?', '…', '。', '！', '？':
-		return true
-	}
-	return false
 }
 
 func isBlingfireCloser(r rune) bool {

@@ -120,7 +120,8 @@ func countSpaces(b []byte) int {
 	return n
 }
 
-// isLiveKitMark reports whether r may end a sentence for either splitter.
+// isLiveKitMark reports whether r may end a sentence for either of
+// LiveKit's splitters (basic and blingfire): . ! ? … and the full-width 。！？.
 func isLiveKitMark(r rune) bool {
 	switch r {
 	case '.', '!', '?', '。', '！', '？', '…':

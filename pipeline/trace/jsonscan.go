@@ -444,6 +444,22 @@ func (s *scanner) strBytes() ([]byte, error) {
 	return out, nil
 }
 
+// stringStop returns the index of the first quote, backslash or control
+// byte of the buffer at or after j, or s.n if there is none: eight bytes
+// at a time, then one at a time for the last few.
+func (s *scanner) stringStop(j int) int {
+	for ; j+8 <= s.n; j += 8 {
+		w := binary.LittleEndian.Uint64(s.b[j:])
+		if m := stringStops8(w) | backslashes8(w); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for j < s.n && s.b[j] != '"' && s.b[j] != '\\' && s.b[j] >= 0x20 {
+		j++
+	}
+	return j
+}
+
 // skipString consumes a string without keeping it: however long the
 // string, the buffer does not grow (strBytes holds a whole string).
 func (s *scanner) skipString() error {
@@ -459,14 +475,8 @@ func (s *scanner) skipString() error {
 				j++
 				continue
 			}
-			if j+8 <= s.n { // to the next quote, backslash or control byte
-				w := binary.LittleEndian.Uint64(s.b[j:])
-				m := stringStops8(w) | backslashes8(w)
-				if m == 0 {
-					j += 8
-					continue
-				}
-				j += bits.TrailingZeros64(m) >> 3
+			if j = s.stringStop(j); j == s.n {
+				break
 			}
 			switch c := s.b[j]; {
 			case c == '"':
@@ -497,20 +507,7 @@ func (s *scanner) plainString() ([]byte, bool) {
 	run := j // the bytes not yet copied to out
 	out, escaped := s.tmp[:0], false
 	for {
-		// to the next quote, backslash or control byte
-		if j+8 <= s.n {
-			w := binary.LittleEndian.Uint64(s.b[j:])
-			m := stringStops8(w) | backslashes8(w)
-			if m == 0 {
-				j += 8
-				continue
-			}
-			j += bits.TrailingZeros64(m) >> 3
-		} else {
-			for j < s.n && s.b[j] != '"' && s.b[j] != '\\' && s.b[j] >= 0x20 {
-				j++
-			}
-		}
+		j = s.stringStop(j)
 		if j+1 >= s.n { // the end of the buffer (or of a string at its end)
 			return nil, false
 		}
