@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -70,6 +71,17 @@ func (c *collector) add(e pipeline.Event) {
 	c.events = append(c.events, e)
 }
 
+// timeline lists the events as "kind at=... now=...".
+func (c *collector) timeline() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.events))
+	for i, e := range c.events {
+		out[i] = fmt.Sprintf("%s at=%v now=%v", e.Kind, e.At, e.Now)
+	}
+	return out
+}
+
 func (c *collector) kind(k pipeline.EventKind) []pipeline.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,13 +96,7 @@ func (c *collector) kind(k pipeline.EventKind) []pipeline.Event {
 
 func guardConfig(t testing.TB, policy string, ttfa time.Duration, rtf float64, preroll time.Duration) pipeline.Config {
 	t.Helper()
-	cfg := pipeline.DefaultConfig()
-	p, err := tts.ParsePolicy(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Policy = p
-	cfg.Synth = tts.Synth{TTFA: ttfa, RTF: rtf}
+	cfg := testkit.Config(t, policy, ttfa, rtf)
 	cfg.Preroll = preroll
 	return cfg
 }
@@ -276,10 +282,7 @@ func TestGuardDrainAndStallWarning(t *testing.T) {
 	cfg := tokenConfig(t, 100*gms)
 	turn := textlessTurn("t", 100*gms, 150*gms, 200*gms, 700*gms, 750*gms)
 	c := liveRun(t, cfg, turn, 30*gms)
-	var got []string
-	for _, e := range c.events {
-		got = append(got, fmt.Sprintf("%s at=%v now=%v", e.Kind, e.At, e.Now))
-	}
+	got := c.timeline()
 	want := []string{
 		"speech at=100ms now=100ms",
 		"speech at=150ms now=150ms",

@@ -112,10 +112,7 @@ func TestGuardTimerCalls(t *testing.T) {
 			if made, _ := clock.made(); !plain && made != 1 {
 				t.Errorf("%d timers made for the turn, want 1", made)
 			}
-			var got []string
-			for _, e := range c.events {
-				got = append(got, fmt.Sprintf("%s at=%v now=%v", e.Kind, e.At, e.Now))
-			}
+			got := c.timeline()
 			want := []string{
 				"speech at=100ms now=100ms",
 				"speech at=150ms now=150ms",
@@ -224,13 +221,11 @@ func TestGuardSpeechWanted(t *testing.T) {
 		if err := g.End("t", pipeline.StatusOK); err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, e := range c.events {
-			s := fmt.Sprintf("%s at=%v now=%v", e.Kind, e.At, e.Now)
+		got := c.timeline()
+		for i, e := range c.events {
 			if e.Kind == pipeline.EventSpeech {
-				s += fmt.Sprintf(" index=%d", e.Index)
+				got[i] += fmt.Sprintf(" index=%d", e.Index)
 			}
-			got = append(got, s)
 		}
 		return got
 	}

@@ -116,10 +116,7 @@ func TestRooflineClosedLoopScenario(t *testing.T) {
 func TestRooflineParseErrors(t *testing.T) {
 	t.Parallel()
 	const head = "generator:\n  kind: roofline\n"
-	tests := []struct {
-		name, yaml string
-		want       []string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"unknown profile field", head + "  gpu: h100\n  gpu_profile:\n    bandwith_gb_s: 3\n  model: llama-3.1-8b\n", []string{"line 5", "bandwith_gb_s"}},
 		{"new gpu without bandwidth", head + "  gpu: x1\n  gpu_profile:\n    memory_gb: 80\n  model: llama-3.1-8b\n", []string{"line 5", "generator.gpu_profile.bandwidth_gb_s", "x1"}},
 		{"negative bandwidth", head + "  gpu: h100\n  gpu_profile:\n    bandwidth_gb_s: -1\n  model: llama-3.1-8b\n", []string{"line 5", "generator.gpu_profile.bandwidth_gb_s"}},
@@ -135,13 +132,7 @@ func TestRooflineParseErrors(t *testing.T) {
 		{"zero output", head + "  gpu: h100\n  model: llama-3.1-8b\n  concurrency: 4\n  output_tokens: {cv: 1}\n", []string{"line 6", "generator.output_tokens"}},
 		{"negative comm", head + "  gpu: h100\n  model: llama-3.1-8b\n  comm: -1us\n", []string{"line 5", "generator.comm"}},
 		{"profile of another kind", "generator:\n  kind: constant\n  tpot: 40ms\n  model_profile: {layers: 3}\n", []string{"line 4", "generator.model_profile", "only by roofline"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			checkParseError(t, tt.yaml, tt.want)
-		})
-	}
+	})
 }
 
 // rooflineSeeds seed FuzzParse with the roofline keys: profiles, overheads

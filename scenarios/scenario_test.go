@@ -190,10 +190,7 @@ func TestSameSeedSameResult(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name, yaml string
-		want       []string // substrings of the error
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"unknown field", "generator:\n  kind: constant\n  tpot: 50ms\n  tpto: 1\n", []string{"line 4", "tpto"}},
 		{"bad duration", "generator:\n  kind: constant\n  tpot: fast\n", []string{"line 3", "invalid duration", "fast", "such as 50ms"}},
 		{"unknown kind", "generator:\n  kind: weibull\n", []string{"line 2", "generator.kind", "constant, lognormal"}},
@@ -217,11 +214,23 @@ func TestParseErrors(t *testing.T) {
 		{"negative turns", "turns: -1\ngenerator:\n  kind: constant\n  tpot: 40ms\n", []string{"line 1", "turns"}},
 		{"speculative without drafts", "generator:\n  kind: constant\n  tpot: 40ms\n  speculative: {acceptance: 0.5}\n", []string{"draft_tokens"}},
 		{"no trace", "generator:\n  kind: empirical\n", []string{"trace file or a list of itls"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	})
+}
+
+// parseErrorCase is a scenario file that must not parse: its name, its
+// text, and the substrings of its error.
+type parseErrorCase struct {
+	name, src string
+	want      []string
+}
+
+// checkParseErrors runs checkParseError on each case, in parallel.
+func checkParseErrors(t *testing.T, cases []parseErrorCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			checkParseError(t, tt.yaml, tt.want)
+			checkParseError(t, c.src, c.want)
 		})
 	}
 }

@@ -10,21 +10,12 @@ import (
 func TestToolCallsField(t *testing.T) {
 	t.Parallel()
 	const head = "generator:\n  kind: constant\n  tpot: 40ms\n"
-	tests := []struct {
-		name, src string
-		want      []string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"zero duration", head + "tool_calls:\n  - after_tokens: 3\n    duration: 0s\n", []string{"line 5", "tool_calls", "tool call 1: duration 0s"}},
 		{"negative after", head + "tool_calls:\n  - after_tokens: -1\n    duration: 1s\n", []string{"tool_calls", "after_tokens -1"}},
 		{"out of order", head + "tool_calls:\n  - after_tokens: 5\n    duration: 1s\n  - after_tokens: 2\n    duration: 1s\n", []string{"tool call 2: after_tokens 2, before tool call 1's 5"}},
 		{"too long", head + "tool_calls:\n  - after_tokens: 5\n    duration: 2h\n", []string{"duration 2h0m0s; want a positive duration up to 1h0m0s"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			checkParseError(t, tt.src, tt.want)
-		})
-	}
+	})
 }
 
 // TestToolCallBuiltin: the built-in's pauses are reported as tool-call

@@ -55,10 +55,7 @@ func TestParseServer(t *testing.T) {
 
 func TestParseServerErrors(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name, yaml string
-		want       []string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"unknown preset", serverHead + "  server:\n    preset: tacotron-k80\n", []string{"line 7", "tts.server.preset", "unknown tts server", "magpie-a100, riva-fastpitch"}},
 		{"unsorted curve", serverHead + "  server:\n    curve:\n      - {streams: 4, ttfa: 90ms, rtf: 0.2}\n      - {streams: 2, ttfa: 80ms, rtf: 0.1}\n", []string{"line 9", "tts.server.curve[1].streams", "sorted by streams"}},
 		{"zero rtf", serverHead + "  server:\n    curve:\n      - {streams: 1, ttfa: 90ms, rtf: 0}\n", []string{"line 8", "tts.server.curve[0].rtf"}},
@@ -69,13 +66,7 @@ func TestParseServerErrors(t *testing.T) {
 		{"bad sessions", serverHead + "  server:\n    preset: riva-fastpitch\n    sessions: 5000\n", []string{"line 8", "tts.server.sessions", "1..1024"}},
 		{"bad active", serverHead + "  server:\n    preset: riva-fastpitch\n    active: 1.5\n", []string{"line 8", "tts.server.active"}},
 		{"unknown key", serverHead + "  server:\n    preset: riva-fastpitch\n    users: 3\n", []string{"line 8", "users"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			checkParseError(t, tt.yaml, tt.want)
-		})
-	}
+	})
 }
 
 // TestTTSServerScenario: the built-in tts-server scenario's goodput falls

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/tts"
-	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
 // heard on speak played through a real sound server: PulseAudio's null
@@ -22,14 +21,7 @@ func TestHeardThroughSoundServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the speaker binary and runs a sound server")
 	}
-	if raceEnabled {
-		// speak's real-time pipeline, slowed several times over, runs off
-		// the timing heard's engine model replays, and the causes it names
-		// part; .ci/run runs this test in a step of its own without -race
-		t.Skip("speak runs in real time; under the race detector its timing is not the model's (.ci/run runs this test without -race)")
-	}
-	t.Parallel()
-	streamtest.Espeak(t, 320)
+	speakHeardSetup(t)
 	const rate = 22050
 	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_HEARD_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)

@@ -345,6 +345,20 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
+// speakHeardSetup skips a test that speaks in real time for heard under
+// the race detector (speak's real-time pipeline, slowed several times
+// over, runs off the timing heard's engine model replays, and the causes
+// it names part; .ci/run runs these tests in a step of their own without
+// -race), and otherwise runs it in parallel once espeak-ng is there.
+func speakHeardSetup(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("speak runs in real time; under the race detector its timing is not the model's (.ci/run runs this test without -race)")
+	}
+	t.Parallel()
+	streamtest.Espeak(t, 320)
+}
+
 // The evaluation: recordings made by speak --wav-out (espeak-ng) of
 // answers with commas, sentence ends and lists, with none to three
 // stalls, heard clean and with noise and a level drop: every gap the
@@ -357,14 +371,7 @@ func TestHeardFindsSpeakGaps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speaks recordings in real time")
 	}
-	if raceEnabled {
-		// speak's real-time pipeline, slowed several times over, runs off
-		// the timing heard's engine model replays, and the causes it names
-		// part; .ci/run runs this test in a step of its own without -race
-		t.Skip("speak runs in real time; under the race detector its timing is not the model's (.ci/run runs this test without -race)")
-	}
-	t.Parallel()
-	streamtest.Espeak(t, 320)
+	speakHeardSetup(t)
 	n := 6
 	if v := os.Getenv("UNDERRUN_HEARD_EVAL"); v != "" {
 		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 1 {

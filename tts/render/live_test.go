@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -61,8 +62,8 @@ func TestSpeechMatchesRender(t *testing.T) {
 		name string
 		cfg  pipeline.Config
 	}{
-		{"word", config(t, "word", 100*ms, 0.1)},
-		{"slow-synth", config(t, "sentence", 100*ms, 1.7)},
+		{"word", testkit.Config(t, "word", 100*ms, 0.1)},
+		{"slow-synth", testkit.Config(t, "sentence", 100*ms, 1.7)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -120,7 +121,7 @@ func (w wordsOnly) Synthesize(_ context.Context, text string) (tts.Audio, error)
 // text spoken by a real engine.
 func TestSpeechTextlessIsSynthetic(t *testing.T) {
 	t.Parallel()
-	cfg := config(t, "word", 100*ms, 0.1)
+	cfg := testkit.Config(t, "word", 100*ms, 0.1)
 	turn := &pipeline.Turn{ID: "bare", Status: pipeline.StatusOK}
 	for i := range 12 {
 		turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: time.Duration(300+40*i) * ms, Textless: true, Tokens: 1})

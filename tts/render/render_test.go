@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -41,18 +42,6 @@ func wordTurn(id, text string, ttft, tpot time.Duration, stalls map[int]time.Dur
 // withMode returns cfg in the timing mode m.
 func withMode(cfg pipeline.Config, m tts.Mode) pipeline.Config {
 	cfg.Synth.Mode = m
-	return cfg
-}
-
-func config(t testing.TB, policy string, ttfa time.Duration, rtf float64) pipeline.Config {
-	t.Helper()
-	cfg := pipeline.DefaultConfig()
-	p, err := tts.ParsePolicy(policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Policy = p
-	cfg.Synth = tts.Synth{TTFA: ttfa, RTF: rtf}
 	return cfg
 }
 
@@ -202,12 +191,12 @@ func TestRenderFindsUnderruns(t *testing.T) {
 		cfg  pipeline.Config
 		turn *pipeline.Turn
 	}{
-		{"word", config(t, "word", 120*ms, 0.1), wordTurn("w", paragraph, 300*ms, 40*ms, stalls)},
-		{"sentence", config(t, "sentence", 250*ms, 0.3), wordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{8: 3000 * ms, 31: 6000 * ms, 37: 6000 * ms})},
-		{"slow-pace", config(t, "word", 80*ms, 0.1), wordTurn("p", paragraph, 200*ms, 420*ms, nil)},
-		{"slow-synth", config(t, "sentence", 100*ms, 1.7), wordTurn("r", paragraph, 200*ms, 30*ms, nil)},
-		{"word-request", withMode(config(t, "word", 250*ms, 0.5), tts.ModeRequest), wordTurn("q", paragraph, 300*ms, 40*ms, stalls)},
-		{"token-parallel", withMode(config(t, "token", 120*ms, 1.2), tts.ModeParallel), wordTurn("l", paragraph, 300*ms, 40*ms, stalls)},
+		{"word", testkit.Config(t, "word", 120*ms, 0.1), wordTurn("w", paragraph, 300*ms, 40*ms, stalls)},
+		{"sentence", testkit.Config(t, "sentence", 250*ms, 0.3), wordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{8: 3000 * ms, 31: 6000 * ms, 37: 6000 * ms})},
+		{"slow-pace", testkit.Config(t, "word", 80*ms, 0.1), wordTurn("p", paragraph, 200*ms, 420*ms, nil)},
+		{"slow-synth", testkit.Config(t, "sentence", 100*ms, 1.7), wordTurn("r", paragraph, 200*ms, 30*ms, nil)},
+		{"word-request", withMode(testkit.Config(t, "word", 250*ms, 0.5), tts.ModeRequest), wordTurn("q", paragraph, 300*ms, 40*ms, stalls)},
+		{"token-parallel", withMode(testkit.Config(t, "token", 120*ms, 1.2), tts.ModeParallel), wordTurn("l", paragraph, 300*ms, 40*ms, stalls)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,7 +274,7 @@ func abs(x int) int { return max(x, -x) }
 
 func TestRenderMarksGaps(t *testing.T) {
 	t.Parallel()
-	cfg := config(t, "word", 100*ms, 0.1)
+	cfg := testkit.Config(t, "word", 100*ms, 0.1)
 	turn := wordTurn("m", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
 	p, err := pipeline.Play(cfg, turn)
 	if err != nil {
@@ -316,7 +305,7 @@ func TestRenderMarksGaps(t *testing.T) {
 
 func TestRenderEmptyAndMismatch(t *testing.T) {
 	t.Parallel()
-	cfg := config(t, "word", 100*ms, 0.1)
+	cfg := testkit.Config(t, "word", 100*ms, 0.1)
 	empty := &pipeline.Turn{ID: "e"}
 	p, err := pipeline.Play(cfg, empty)
 	if err != nil {
@@ -349,7 +338,7 @@ func TestRenderEspeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	cfg := config(t, "sentence", 150*ms, 0.2)
+	cfg := testkit.Config(t, "sentence", 150*ms, 0.2)
 	cache := tts.NewCache(ctx, e)
 	cfg.Durations = cache
 	turn := wordTurn("e", paragraph, 300*ms, 40*ms, map[int]time.Duration{9: 2500 * ms, 30: 4000 * ms})
@@ -390,7 +379,7 @@ func TestRenderEspeak(t *testing.T) {
 }
 
 func BenchmarkRenderTurn(b *testing.B) {
-	cfg := config(b, "word", 100*ms, 0.1)
+	cfg := testkit.Config(b, "word", 100*ms, 0.1)
 	turn := wordTurn("b", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
 	p, err := pipeline.Play(cfg, turn)
 	if err != nil {
