@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // benchRequests is the number of requests of the generated vLLM file: by
@@ -53,16 +55,7 @@ func writeVLLMDetailed(w io.Writer, n int, text bool, seed uint64) (int, error) 
 		}
 	}
 	fmt.Fprintf(bw, `{"date": "20261204-010000", "endpoint_type": "openai-chat", "backend": "openai-chat", "label": null, "model_id": "example/voice-8b", "tokenizer_id": "example/voice-8b", "num_prompts": %d, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 64, "completed": %d, "failed": %d`, n, completed, n-completed)
-	list := func(key string, each func(i int)) {
-		fmt.Fprintf(bw, `, "%s": [`, key)
-		for i := range n {
-			if i > 0 {
-				bw.WriteString(", ")
-			}
-			each(i)
-		}
-		bw.WriteString("]")
-	}
+	list := func(key string, each func(i int)) { testkit.WriteList(bw, key, n, each) }
 	float := func(v float64) { bw.WriteString(strconv.FormatFloat(v, 'g', -1, 64)) }
 	list("input_lens", func(i int) { bw.WriteString("1024") })
 	list("output_lens", func(i int) {

@@ -1,14 +1,13 @@
 package monitor
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
 	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
@@ -116,13 +115,6 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, time.Second) }()
-	defer func() { cancel(); <-served }()
-	testkit.IdleClosed(t, ln.Addr().String(), "/healthz", "127.0.0.1", 100)
+	addr, _ := serve(t, s, time.Second)
+	testkit.IdleClosed(t, addr, "/healthz", "127.0.0.1", 100)
 }

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,6 +31,23 @@ func tokenConfig(audio, ttfa time.Duration) pipeline.Config {
 
 // startServer runs a monitor behind a loopback httptest server; both stop
 // when the test ends.
+// serve runs s.Serve on a free loopback port, with drain its grace at
+// shutdown, and returns the address and a stop that cancels it and gives
+// Serve's error (the test's end stops it too).
+func serve(t *testing.T, s *Server, drain time.Duration) (addr string, stop func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, drain) }()
+	stop = sync.OnceValue(func() error { cancel(); return <-served })
+	t.Cleanup(func() { stop() })
+	return ln.Addr().String(), stop
+}
+
 func startServer(t *testing.T, opts Options) (*Server, *httptest.Server) {
 	t.Helper()
 	if opts.Config.Policy == nil {

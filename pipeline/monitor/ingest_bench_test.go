@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
 	"github.com/speech-pipeline/underrun/pipeline/monitor/loadgen"
 )

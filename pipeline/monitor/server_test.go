@@ -615,14 +615,8 @@ func TestIngestTimedByArrival(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, 2*time.Second) }()
-	c, _, err := websocket.DefaultDialer.Dial("ws://"+ln.Addr().String()+"/ingest?session=s", nil)
+	addr, stop := serve(t, s, 2*time.Second)
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ingest?session=s", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,8 +645,7 @@ func TestIngestTimedByArrival(t *testing.T) {
 	close(gate.open)                   // from here the reader gets to c
 	took(4)
 	c.Close()
-	cancel()
-	if err := <-served; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	var at []time.Time

@@ -2,6 +2,7 @@
 // buffer a test reads while a server or command writes to it, the
 // kernel's receive stamps kept on for a test, the check that a server
 // closes idle keep-alive connections, the events of a vLLM chat stream,
-// a reader read to its end, and an engine configuration of a policy and
-// a synthesizer. Only tests import it.
+// a reader read to its end, an engine configuration of a policy and a
+// synthesizer, and the arrays of a result file written by hand. Only
+// tests import it.
 package testkit

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // benchSize is the size of the generated benchmark inputs: 64 MiB, or
@@ -53,16 +55,7 @@ func benchText() string {
 func genColumnar(w *bufio.Writer, size int64, head string) {
 	n := int(size / (benchChunks*22 + 1100))
 	w.WriteString(head)
-	arr := func(key string, each func(i int)) {
-		fmt.Fprintf(w, `, "%s": [`, key)
-		for i := range n {
-			if i > 0 {
-				w.WriteString(", ")
-			}
-			each(i)
-		}
-		w.WriteString("]")
-	}
+	arr := func(key string, each func(i int)) { testkit.WriteList(w, key, n, each) }
 	arr("input_lens", func(i int) { w.WriteString("512") })
 	arr("output_lens", func(i int) { w.WriteString(strconv.Itoa(benchChunks + 1)) })
 	arr("ttfts", func(i int) { fmt.Fprintf(w, "%.17g", 0.1+float64(i%97)/1000) })

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
 )
 
@@ -93,24 +94,6 @@ func TestWriteFloor(t *testing.T) {
 	}
 }
 
-// discardHandler is a websocket server that reads every message and
-// answers none.
-func discardHandler() http.Handler {
-	up := websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			if _, _, err := c.NextReader(); err != nil {
-				return
-			}
-		}
-	})
-}
-
 // BenchmarkLoadSend is the load generator's cost per message against the
 // bare write(2) of one message to a socket (the write floor), on as many
 // connections, over loopback TCP and over Unix sockets, in the same run:
@@ -133,7 +116,7 @@ func BenchmarkLoadSend(b *testing.B) {
 			return ln
 		}
 		wsLn := listen("ws")
-		ws := &http.Server{Handler: discardHandler()}
+		ws := &http.Server{Handler: EchoHandler()} // reads every message and drops it
 		go ws.Serve(wsLn)
 		defer ws.Close()
 		wsBase := monitor.BaseURL(wsLn)
