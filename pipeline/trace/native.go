@@ -368,12 +368,9 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !rec.hasT {
-			return nil, d.errorf(`chunk of turn %q has no "t_ns"; want its arrival in nanoseconds since the request`, rec.turn)
-		}
-		at := time.Duration(rec.tNs)
-		if at < 0 || at > MaxTime {
-			return nil, d.errorf("chunk of turn %q has t_ns %d; want a time from 0 to %d (a year)", rec.turn, rec.tNs, int64(MaxTime))
+		at, err := d.recordTime(rec, "chunk", "its arrival")
+		if err != nil {
+			return nil, err
 		}
 		if len(t.Chunks) >= MaxTurnTokens {
 			return nil, d.errorf("turn %q has more than %d chunks; want at most one per token, %d tokens a turn", rec.turn, MaxTurnTokens, MaxTurnTokens)
@@ -400,11 +397,9 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !rec.hasT {
-			return nil, d.errorf(`tool record of turn %q has no "t_ns"; want when the stream stopped for it, in nanoseconds since the request`, rec.turn)
-		}
-		if rec.tNs < 0 || rec.tNs > int64(MaxTime) {
-			return nil, d.errorf("tool record of turn %q has t_ns %d; want a time from 0 to %d (a year)", rec.turn, rec.tNs, int64(MaxTime))
+		at, err := d.recordTime(rec, "tool record", "when the stream stopped for it")
+		if err != nil {
+			return nil, err
 		}
 		if !rec.hasDuration {
 			return nil, d.errorf(`tool record of turn %q has no "duration_ns"; want how long the tool ran, in nanoseconds`, rec.turn)
@@ -412,13 +407,13 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if rec.durationNs < 0 || rec.durationNs > int64(MaxTime) {
 			return nil, d.errorf("tool record of turn %q has duration_ns %d; want a duration from 0 to %d (a year)", rec.turn, rec.durationNs, int64(MaxTime))
 		}
-		if n := len(t.ToolCalls); n > 0 && time.Duration(rec.tNs) < t.ToolCalls[n-1].At {
+		if n := len(t.ToolCalls); n > 0 && at < t.ToolCalls[n-1].At {
 			return nil, d.errorf("tool record of turn %q has t_ns %d, before the previous tool call's %d; want time order", rec.turn, rec.tNs, int64(t.ToolCalls[n-1].At))
 		}
 		if len(t.ToolCalls) >= MaxTurnTokens {
 			return nil, d.errorf("turn %q has more than %d tool calls", rec.turn, MaxTurnTokens)
 		}
-		t.ToolCalls = append(t.ToolCalls, pipeline.ToolCall{At: time.Duration(rec.tNs), Duration: time.Duration(rec.durationNs), Name: rec.name})
+		t.ToolCalls = append(t.ToolCalls, pipeline.ToolCall{At: at, Duration: time.Duration(rec.durationNs), Name: rec.name})
 		return nil, nil
 	case "end":
 		t, err := d.turn(rec.turn)
@@ -452,6 +447,19 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 }
 
 // chunkSlice returns room for a turn's chunks, sized by the turns so far.
+// recordTime returns the t_ns of a record of turn rec.turn (what names
+// the record, when what its time is), checking that it is there and from
+// 0 to MaxTime.
+func (d *NativeReader) recordTime(rec *fields, what, when string) (time.Duration, error) {
+	if !rec.hasT {
+		return 0, d.errorf(`%s of turn %q has no "t_ns"; want %s, in nanoseconds since the request`, what, rec.turn, when)
+	}
+	if rec.tNs < 0 || rec.tNs > int64(MaxTime) {
+		return 0, d.errorf("%s of turn %q has t_ns %d; want a time from 0 to %d (a year)", what, rec.turn, rec.tNs, int64(MaxTime))
+	}
+	return time.Duration(rec.tNs), nil
+}
+
 func (d *NativeReader) chunkSlice() []pipeline.Chunk {
 	if d.sizeHint == 0 {
 		return nil
