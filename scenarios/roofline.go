@@ -91,18 +91,36 @@ func (ld *loader) first(checks []check) error {
 	return nil
 }
 
+// profileBase looks up the built-in profile called name (the file's key
+// field) that a profile in the file may change or define; builtin is
+// false when there is none and the file's profile defines a new one. A
+// name without a built-in, and with no profile, is an error.
+func profileBase[T any](ld *loader, key, want, name string, profile bool, lookup func(string) (T, error)) (v T, builtin bool, err error) {
+	v, err = lookup(name)
+	switch {
+	case err != nil && !profile:
+		return v, false, ld.fieldError(key, err)
+	case name == "":
+		return v, false, ld.fieldErrorf(key, "want %s", want)
+	}
+	return v, err == nil, nil
+}
+
+// override sets *to to v unless v is zero (the file left it out).
+func override[T comparable](to *T, v T) {
+	var zero T
+	if v != zero {
+		*to = v
+	}
+}
+
 // gpu returns the GPU profile: the built-in one gpu names, changed or
 // defined by gpu_profile.
 func (ld *loader) gpu(g GeneratorFile) (sim.GPU, error) {
-	gpu, err := sim.LookupGPU(g.GPU)
 	p := g.GPUProfile
-	switch {
-	case err != nil && p == nil:
-		return gpu, ld.fieldError("generator.gpu", err)
-	case g.GPU == "":
-		return gpu, ld.fieldErrorf("generator.gpu", "want a built-in GPU or the name of the one gpu_profile defines")
-	case p == nil:
-		return gpu, nil
+	gpu, builtin, err := profileBase(ld, "generator.gpu", "a built-in GPU or the name of the one gpu_profile defines", g.GPU, p != nil, sim.LookupGPU)
+	if err != nil || p == nil {
+		return gpu, err
 	}
 	const f = "generator.gpu_profile."
 	if err := ld.first([]check{
@@ -118,7 +136,7 @@ func (ld *loader) gpu(g GeneratorFile) (sim.GPU, error) {
 	}); err != nil {
 		return gpu, err
 	}
-	if err != nil { // a new GPU: no profile to start from
+	if !builtin { // a new GPU: no profile to start from
 		gpu = sim.GPU{}
 		if err := ld.first([]check{
 			{f + "bandwidth_gb_s", p.BandwidthGBs == 0, fmt.Sprintf("the memory bandwidth of %s, a GPU with no built-in profile", g.GPU)},
@@ -129,25 +147,15 @@ func (ld *loader) gpu(g GeneratorFile) (sim.GPU, error) {
 		}
 	}
 	gpu.Name = g.GPU
-	set := func(to *float64, v, scale float64) {
-		if v != 0 {
-			*to = v * scale
-		}
-	}
-	set(&gpu.Bandwidth, p.BandwidthGBs, 1e9)
-	set(&gpu.FLOPS16, p.TFLOPS16, 1e12)
-	set(&gpu.FLOPS8, p.TFLOPS8, 1e12)
-	set(&gpu.Memory, p.MemoryGB, 1e9)
-	set(&gpu.BandwidthEfficiency, p.BandwidthEfficiency, 1)
-	set(&gpu.ComputeEfficiency, p.ComputeEfficiency, 1)
-	for _, d := range []struct {
-		to *time.Duration
-		v  time.Duration
-	}{{&gpu.Overhead, p.Overhead}, {&gpu.LayerOverhead, p.LayerOverhead}, {&gpu.Comm, p.Comm}} {
-		if d.v != 0 {
-			*d.to = d.v
-		}
-	}
+	override(&gpu.Bandwidth, p.BandwidthGBs*1e9)
+	override(&gpu.FLOPS16, p.TFLOPS16*1e12)
+	override(&gpu.FLOPS8, p.TFLOPS8*1e12)
+	override(&gpu.Memory, p.MemoryGB*1e9)
+	override(&gpu.BandwidthEfficiency, p.BandwidthEfficiency)
+	override(&gpu.ComputeEfficiency, p.ComputeEfficiency)
+	override(&gpu.Overhead, p.Overhead)
+	override(&gpu.LayerOverhead, p.LayerOverhead)
+	override(&gpu.Comm, p.Comm)
 	if err := gpu.Validate(); err != nil {
 		return gpu, ld.fieldError("generator.gpu_profile", err)
 	}
@@ -156,15 +164,10 @@ func (ld *loader) gpu(g GeneratorFile) (sim.GPU, error) {
 
 // model returns the model profile, as gpu does the GPU's.
 func (ld *loader) model(g GeneratorFile) (sim.Model, error) {
-	model, err := sim.LookupModel(g.Model)
 	p := g.ModelProfile
-	switch {
-	case err != nil && p == nil:
-		return model, ld.fieldError("generator.model", err)
-	case g.Model == "":
-		return model, ld.fieldErrorf("generator.model", "want a built-in model or the name of the one model_profile defines")
-	case p == nil:
-		return model, nil
+	model, builtin, err := profileBase(ld, "generator.model", "a built-in model or the name of the one model_profile defines", g.Model, p != nil, sim.LookupModel)
+	if err != nil || p == nil {
+		return model, err
 	}
 	const f = "generator.model_profile."
 	if err := ld.first([]check{
@@ -178,7 +181,7 @@ func (ld *loader) model(g GeneratorFile) (sim.Model, error) {
 	}); err != nil {
 		return model, err
 	}
-	if err != nil { // a new model
+	if !builtin { // a new model
 		model = sim.Model{}
 		for _, c := range []struct {
 			field string
@@ -199,15 +202,11 @@ func (ld *loader) model(g GeneratorFile) (sim.Model, error) {
 	if p.ActiveParamsB != 0 {
 		model.Active = p.ActiveParamsB * 1e9
 	}
-	for _, d := range []struct {
-		to *int
-		v  int
-	}{{&model.Layers, p.Layers}, {&model.KVHeads, p.KVHeads}, {&model.HeadDim, p.HeadDim},
-		{&model.Experts, p.Experts}, {&model.ExpertsPerToken, p.ExpertsPerToken}} {
-		if d.v != 0 {
-			*d.to = d.v
-		}
-	}
+	override(&model.Layers, p.Layers)
+	override(&model.KVHeads, p.KVHeads)
+	override(&model.HeadDim, p.HeadDim)
+	override(&model.Experts, p.Experts)
+	override(&model.ExpertsPerToken, p.ExpertsPerToken)
 	if model.Experts > 0 && p.ActiveParamsB == 0 && !(model.Active > 0 && model.Active < model.Params) {
 		return model, ld.fieldErrorf(f+"active_params_b", "a mixture of experts needs the parameters used per token (fewer than params_b)")
 	}

@@ -43,14 +43,8 @@ func NewReceiver(t testing.TB) *Receiver {
 	r := &Receiver{metrics: map[string][]pmetric.Metric{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
-		body, ok := readBody(t, w, req)
-		if !ok {
-			return
-		}
 		er := ptraceotlp.NewExportRequest()
-		if err := er.UnmarshalProto(body); err != nil {
-			t.Errorf("otlptest: /v1/traces: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if !decode(t, w, req, er.UnmarshalProto) {
 			return
 		}
 		rs := er.Traces().ResourceSpans()
@@ -68,14 +62,8 @@ func NewReceiver(t testing.TB) *Receiver {
 		r.answer(w, ptraceotlp.NewExportResponse().MarshalProto)
 	})
 	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
-		body, ok := readBody(t, w, req)
-		if !ok {
-			return
-		}
 		er := pmetricotlp.NewExportRequest()
-		if err := er.UnmarshalProto(body); err != nil {
-			t.Errorf("otlptest: /v1/metrics: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if !decode(t, w, req, er.UnmarshalProto) {
 			return
 		}
 		rm := er.Metrics().ResourceMetrics()
@@ -98,28 +86,34 @@ func NewReceiver(t testing.TB) *Receiver {
 	return r
 }
 
-// readBody reads a request's protobuf body, gzip or not.
-func readBody(t testing.TB, w http.ResponseWriter, req *http.Request) ([]byte, bool) {
+// decode reads a request's protobuf body, gzip or not, into unmarshal;
+// on failure it answers the request with the error and reports false.
+func decode(t testing.TB, w http.ResponseWriter, req *http.Request, unmarshal func([]byte) error) bool {
 	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
 		t.Errorf("otlptest: %s: Content-Type %q, want application/x-protobuf", req.URL.Path, ct)
 		http.Error(w, "want application/x-protobuf", http.StatusUnsupportedMediaType)
-		return nil, false
+		return false
 	}
 	var in io.Reader = req.Body
 	if req.Header.Get("Content-Encoding") == "gzip" {
 		z, err := gzip.NewReader(req.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
-			return nil, false
+			return false
 		}
 		in = z
 	}
 	body, err := io.ReadAll(in)
+	if err == nil {
+		if err = unmarshal(body); err != nil {
+			t.Errorf("otlptest: %s: %v", req.URL.Path, err)
+		}
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+		return false
 	}
-	return body, true
+	return true
 }
 
 // answer writes an empty export response and notes the request.
