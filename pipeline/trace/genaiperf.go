@@ -28,7 +28,7 @@ import (
 type GenAIPerfReader struct {
 	s     *scanner
 	state int
-	exp   int
+	exps  topList // the experiments; exps.i the one being read
 	req   int
 	n     int
 	sticky
@@ -50,7 +50,8 @@ type response struct {
 
 // NewGenAIPerfReader returns a reader of r; name labels errors.
 func NewGenAIPerfReader(r io.Reader, name string) *GenAIPerfReader {
-	return &GenAIPerfReader{s: newScanner(r, name, 0, 256<<10), exp: -1}
+	return &GenAIPerfReader{s: newScanner(r, name, 0, 256<<10),
+		exps: newTopList("a GenAI-Perf profile export (a JSON object)", "experiments", "a GenAI-Perf profile_export.json", "experiments", "the profile export object")}
 }
 
 var _ ToolDecoder = (*GenAIPerfReader)(nil)
@@ -59,7 +60,7 @@ var _ ToolDecoder = (*GenAIPerfReader)(nil)
 func (d *GenAIPerfReader) Tool() Tool { return ToolGenAIPerf }
 
 // Run returns the experiment of the turn Next returned last.
-func (d *GenAIPerfReader) Run() int { return max(d.exp, 0) }
+func (d *GenAIPerfReader) Run() int { return max(d.exps.i, 0) }
 
 // ToolSummaries returns nil: GenAI-Perf saves its summary in another file
 // (profile_export_genai_perf.json).
@@ -67,8 +68,7 @@ func (d *GenAIPerfReader) ToolSummaries() []ToolSummary { return nil }
 
 // The reader's place in the file.
 const (
-	gpTop         = iota // before the top object
-	gpExperiments        // inside the experiments array
+	gpExperiments = iota // before an experiment (the first: before the top object)
 	gpRequests           // inside an experiment's requests array
 	gpDone
 )
@@ -80,23 +80,17 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 	s := d.s
 	for {
 		switch d.state {
-		case gpTop:
-			if err := s.topArray("a GenAI-Perf profile export (a JSON object)", "experiments", "a GenAI-Perf profile_export.json", "experiments"); err != nil {
-				return nil, err
-			}
-			d.state = gpExperiments
 		case gpExperiments:
-			more, err := s.moreTop(d.exp+1, "the profile export object")
-			if err != nil {
-				return nil, err
-			}
-			if !more {
+			if more, err := d.exps.next(s); !more {
 				d.state = gpDone
+				if err != nil {
+					return nil, err
+				}
 				continue
 			}
-			d.exp++
 			d.req = -1
-			s.where = func() string { return fmt.Sprintf("experiments[%d]", d.exp) }
+			exp := d.exps.i
+			s.where = func() string { return fmt.Sprintf("experiments[%d]", exp) }
 			if err := s.expect('{', "an experiment object"); err != nil {
 				return nil, err
 			}
@@ -136,7 +130,7 @@ func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 
 func (d *GenAIPerfReader) request() (*pipeline.Turn, error) {
 	s := d.s
-	exp, req := d.exp, d.req
+	exp, req := d.exps.i, d.req
 	// the field being read: key (once one is read), and index within
 	// it (when >= 0); the name is put together only for an error
 	key, hasKey, index := "", false, -1

@@ -35,10 +35,10 @@ const ToolGuideLLM Tool = "guidellm"
 // reasoning. Incomplete requests are turns with StatusCancelled, errored
 // ones StatusError. It streams: one request is held at a time.
 type GuideLLMReader struct {
-	s     *scanner
-	state int
-	bench int
-	n     int
+	s       *scanner
+	state   int
+	benches topList // the benchmarks; benches.i the one being read
+	n       int
 	sticky
 	// where the reader is: the status array being read and its index
 	status      string
@@ -62,7 +62,8 @@ type guidellmRecord struct {
 
 // NewGuideLLMReader returns a reader of r; name labels errors.
 func NewGuideLLMReader(r io.Reader, name string) *GuideLLMReader {
-	return &GuideLLMReader{s: newScanner(r, name, 0, 256<<10), bench: -1}
+	return &GuideLLMReader{s: newScanner(r, name, 0, 256<<10),
+		benches: newTopList("a GuideLLM benchmark report (a JSON object)", "benchmarks", "GuideLLM's benchmarks.json", "benchmarks", "the report object")}
 }
 
 var (
@@ -74,7 +75,7 @@ var (
 func (d *GuideLLMReader) Tool() Tool { return ToolGuideLLM }
 
 // Run returns the benchmark of the turn Next returned last.
-func (d *GuideLLMReader) Run() int { return max(d.bench, 0) }
+func (d *GuideLLMReader) Run() int { return max(d.benches.i, 0) }
 
 // ToolSummaries returns the metrics GuideLLM saved for each benchmark,
 // complete once Next has returned io.EOF.
@@ -87,8 +88,7 @@ func (d *GuideLLMReader) exactTimes() *exactTimes { return &d.exact }
 
 // The reader's place in the file.
 const (
-	glTop        = iota // before the top object
-	glBenchmarks        // inside the benchmarks array
+	glBenchmarks = iota // before a benchmark (the first: before the top object)
 	glBenchmark         // inside a benchmark's keys
 	glStatuses          // inside its requests object
 	glRequests          // inside one status's array
@@ -102,22 +102,15 @@ func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 	s := d.s
 	for {
 		switch d.state {
-		case glTop:
-			if err := s.topArray("a GuideLLM benchmark report (a JSON object)", "benchmarks", "GuideLLM's benchmarks.json", "benchmarks"); err != nil {
-				return nil, err
-			}
-			d.state = glBenchmarks
 		case glBenchmarks:
-			more, err := s.moreTop(d.bench+1, "the report object")
-			if err != nil {
-				return nil, err
-			}
-			if !more {
+			if more, err := d.benches.next(s); !more {
 				d.state = glDone
+				if err != nil {
+					return nil, err
+				}
 				continue
 			}
-			d.bench++
-			d.summary = append(d.summary, ToolSummary{Run: d.bench, Completed: -1, Values: map[string]float64{}})
+			d.summary = append(d.summary, ToolSummary{Run: d.benches.i, Completed: -1, Values: map[string]float64{}})
 			if err := s.expect('{', "a benchmark object"); err != nil {
 				return nil, err
 			}
@@ -130,7 +123,7 @@ func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 				return nil, err
 			}
 		case glStatuses:
-			bench := d.bench
+			bench := d.benches.i
 			s.where = func() string { return fmt.Sprintf("benchmarks[%d].requests", bench) }
 			c, err := s.peek()
 			if err != nil {
@@ -189,7 +182,7 @@ func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 // becomes glStatuses) or its end (glBenchmarks), keeping its metrics.
 func (d *GuideLLMReader) benchmarkKeys(first bool) error {
 	s := d.s
-	bench := d.bench
+	bench := d.benches.i
 	for {
 		c, err := s.peek()
 		if err != nil {
@@ -304,7 +297,7 @@ func (d *GuideLLMReader) metrics(sum *ToolSummary) error {
 
 func (d *GuideLLMReader) request() (*pipeline.Turn, error) {
 	s, r := d.s, &d.rec
-	bench, status, req := d.bench, d.status, d.req
+	bench, status, req := d.benches.i, d.status, d.req
 	*r = guidellmRecord{}
 	key := ""
 	s.where = func() string { return fmt.Sprintf("benchmarks[%d].requests.%s[%d]%s", bench, status, req, key) }

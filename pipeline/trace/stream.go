@@ -113,13 +113,39 @@ func (s *scanner) endObject(what string) error {
 	return s.end(what)
 }
 
-// moreTop reports whether the array of the top-level object the scanner
-// is in has element i (from 0) next; after its last, it reads the rest of
-// the object (what) with endObject.
-func (s *scanner) moreTop(i int, what string) (bool, error) {
-	more, err := s.more(i)
-	if err != nil || more {
-		return more, err
+// topList walks the array at one key of a file's top-level object,
+// element by element: GenAI-Perf's experiments, GuideLLM's benchmarks.
+// The strings name what is read, for errors (topArray, endObject).
+type topList struct {
+	what, key, file, arrays, object string
+	opened                          bool
+	i                               int // the element read last (-1: none yet)
+}
+
+// newTopList returns the walk of the array at key of a file whose
+// top-level object is what (its rest read as object), file naming it
+// and arrays the elements for errors.
+func newTopList(what, key, file, arrays, object string) topList {
+	return topList{what: what, key: key, file: file, arrays: arrays, object: object, i: -1}
+}
+
+// next reads up to the array's next element (opening the array first)
+// and reports whether there is one; after the last it reads the rest of
+// the top-level object with endObject.
+func (l *topList) next(s *scanner) (bool, error) {
+	if !l.opened {
+		if err := s.topArray(l.what, l.key, l.file, l.arrays); err != nil {
+			return false, err
+		}
+		l.opened = true
 	}
-	return false, s.endObject(what)
+	more, err := s.more(l.i + 1)
+	switch {
+	case err != nil:
+		return false, err
+	case !more:
+		return false, s.endObject(l.object)
+	}
+	l.i++
+	return true, nil
 }
