@@ -167,6 +167,29 @@ type guardTurn struct {
 	drainOpen bool
 	drainAt   time.Duration
 	warned    bool
+	toolOpen  bool // the last tool call has not returned (ToolCall, ToolReturned)
+}
+
+// inTool reports whether the turn's stream stopped for a tool call and
+// no chunk has come since (t.mu held): the silence ahead is the tool's.
+func (t *guardTurn) inTool() bool {
+	n := len(t.rec.ToolCalls)
+	if n == 0 {
+		return false
+	}
+	k := len(t.rec.Chunks)
+	return k == 0 || t.rec.Chunks[k-1].At <= t.rec.ToolCalls[n-1].At
+}
+
+// toolReturned ends the open tool call at at (t.mu held).
+func (t *guardTurn) toolReturned(at time.Duration) {
+	if !t.toolOpen {
+		return
+	}
+	t.toolOpen = false
+	tc := &t.rec.ToolCalls[len(t.rec.ToolCalls)-1]
+	tc.Duration = max(0, at-tc.At)
+	t.p.ToolReturned(at)
 }
 
 // NewGuard returns a Guard for the engine configuration cfg.
@@ -279,6 +302,9 @@ func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
 	if step != nil {
 		step.At, step.Before = clock, t.p.Backlog(now)
 	}
+	if t.toolOpen && c.At >= t.rec.ToolCalls[len(t.rec.ToolCalls)-1].At {
+		t.toolReturned(c.At) // the stream resumed: the tool has returned
+	}
 	if err := t.p.Push(c); err != nil {
 		return err
 	}
@@ -293,6 +319,63 @@ func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
 	if step != nil {
 		step.After = t.p.Backlog(now)
 	}
+	return nil
+}
+
+// ToolCall notes that a turn's LLM stream stopped for a tool call, now
+// (or at tc.At when it is positive: replays pass the recorded time), as
+// Playout.ToolCall plays it: the policy lets go of what it holds, and the
+// silence the call causes is an underrun of CauseTool (EventDrain's
+// Underrun says so when the buffer drains). No stall warning is raised
+// from then until the next chunk. ToolReturned, or the next chunk, ends
+// the call.
+func (g *Guard) ToolCall(turnID string, tc ToolCall) error {
+	t, err := g.lookup(turnID)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
+	}
+	now := g.clock.Now().Sub(t.begin)
+	if tc.At <= 0 {
+		tc.At = now
+	}
+	t.toolReturned(tc.At)
+	tc.Duration = 0
+	if err := t.p.ToolCall(tc); err != nil {
+		return err
+	}
+	t.rec.ToolCalls = append(t.rec.ToolCalls, tc)
+	t.toolOpen = true
+	t.warned = false
+	g.process(t, now)
+	g.arm(t, now)
+	return nil
+}
+
+// ToolReturned notes that the turn's open tool call returned, now (or at
+// at when it is positive). Without it the next chunk's arrival ends the
+// call.
+func (g *Guard) ToolReturned(turnID string, at time.Duration) error {
+	t, err := g.lookup(turnID)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
+	}
+	if !t.toolOpen {
+		return fmt.Errorf("%w: %q has no tool call running", ErrOrder, turnID)
+	}
+	if at <= 0 {
+		at = g.clock.Now().Sub(t.begin)
+	}
+	t.toolReturned(at)
 	return nil
 }
 
@@ -313,6 +396,7 @@ func (g *Guard) end(t *guardTurn, status Status) error {
 		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, t.rec.ID)
 	}
 	now := g.clock.Now().Sub(t.begin)
+	t.toolReturned(now)
 	t.ended = true
 	t.armed = false
 	if t.timer != nil {
@@ -421,7 +505,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				LastToken: last, Speech: c, Text: p.Text(c), Textless: p.Textless(c), Gaps: gaps, Index: t.spoken})
 		}
 	}
-	if g.opts.WarnTolerance > 0 && !t.ended {
+	if g.opts.WarnTolerance > 0 && !t.ended && !t.inTool() {
 		if tol, ok := g.tolerance(t, now); ok {
 			switch {
 			case tol > g.opts.WarnTolerance:
@@ -467,8 +551,12 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 	}
 	if ok && d <= now && !t.drainOpen && t.drains == len(us) {
 		t.drainOpen, t.drainAt = true, d
+		u := Underrun{Turn: t.rec.ID, Start: d, StartSample: p.samples(d)}
+		if t.inTool() {
+			u.Cause = CauseTool // the stream stopped for it: the silence is the tool's
+		}
 		g.emit(Event{Kind: EventDrain, Turn: t.rec.ID, Session: t.rec.Session,
-			At: d, Now: report, Underrun: Underrun{Turn: t.rec.ID, Start: d, StartSample: p.samples(d)}, LastToken: last})
+			At: d, Now: report, Underrun: u, LastToken: last})
 	}
 }
 
@@ -487,7 +575,7 @@ func (g *Guard) arm(t *guardTurn, now time.Duration) {
 	}
 	if d, ok := t.p.DrainsAt(); ok && !t.drainOpen {
 		next = min(next, d)
-		if g.opts.WarnTolerance > 0 && !t.warned {
+		if g.opts.WarnTolerance > 0 && !t.warned && !t.inTool() {
 			next = min(next, d-t.p.NextLatency()-g.opts.WarnTolerance)
 		}
 	}

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -130,7 +131,23 @@ func liveRun(t *testing.T, cfg pipeline.Config, turn *pipeline.Turn, warn time.D
 	if err := g.Begin(turn.ID, "s"); err != nil {
 		t.Fatal(err)
 	}
-	for _, ch := range turn.Chunks {
+	tools := turn.ToolCalls
+	for i, ch := range turn.Chunks {
+		// a tool call starts after the chunk it comes at (flushTools)
+		for len(tools) > 0 && tools[0].At < ch.At {
+			tc := tools[0]
+			tools = tools[1:]
+			clock.Set(epoch.Add(tc.At))
+			if err := g.ToolCall(turn.ID, pipeline.ToolCall{Name: tc.Name}); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 0 { // the other half end with the next chunk
+				clock.Set(epoch.Add(tc.End()))
+				if err := g.ToolReturned(turn.ID, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		clock.Set(epoch.Add(ch.At))
 		ch.At = 0 // the guard reads the clock
 		if err := g.Chunk(turn.ID, ch); err != nil {
@@ -156,6 +173,7 @@ func TestGuardMatchesOffline(t *testing.T) {
 	slow := wordTurn("slow", guardText, 300*gms, 420*gms, stalls...)
 	fast := wordTurn("fast", "Hi. Short answer, then a stall. And more text after it, to finish the turn.", 200*gms, 20*gms, stalls...)
 	bare := textlessTurn("bare", 100*gms, 150*gms, 200*gms, 900*gms, 950*gms, 2000*gms, 2010*gms)
+	tool := withToolCalls(wordTurn("tool", guardText, 250*gms, 37*gms, stall{20, 900 * gms}), 6, 12)
 	cases := []struct {
 		name    string
 		policy  string
@@ -174,7 +192,7 @@ func TestGuardMatchesOffline(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, mode := range []tts.Mode{tts.ModeStream, tts.ModeRequest, tts.ModeParallel} {
-			for _, turn := range []*pipeline.Turn{def, slow, fast, bare} {
+			for _, turn := range []*pipeline.Turn{def, slow, fast, bare, tool} {
 				guardMatchesOffline(t, tc.name+"/"+string(mode)+"/"+turn.ID, turn, def, func(t *testing.T) pipeline.Config {
 					cfg := guardConfig(t, tc.policy, tc.ttfa, tc.rtf, tc.preroll)
 					cfg.Synth.Mode, cfg.Synth.Continuation = mode, tc.ttfa/3
@@ -183,6 +201,25 @@ func TestGuardMatchesOffline(t *testing.T) {
 			}
 		}
 	}
+}
+
+// withToolCalls returns turn with a tool call after each chunk of at
+// (2 s, then 1 s, ...; 5 ms after the chunk), the later chunks coming
+// once it has returned (and their ITL after it).
+func withToolCalls(turn *pipeline.Turn, at ...int) *pipeline.Turn {
+	out := *turn
+	out.ID += "-tools"
+	out.Chunks = slices.Clone(turn.Chunks)
+	var pause time.Duration
+	for j, k := range at {
+		tc := pipeline.ToolCall{At: out.Chunks[k].At + 5*gms, Duration: 2000 * gms / time.Duration(j+1), Name: "lookup"}
+		out.ToolCalls = append(out.ToolCalls, tc)
+		pause += 5*gms + tc.Duration
+		for i := k + 1; i < len(out.Chunks) && (j+1 == len(at) || i <= at[j+1]); i++ {
+			out.Chunks[i].At += pause
+		}
+	}
+	return &out
 }
 
 // guardMatchesOffline checks, as subtest name, that a guard fed turn live
@@ -304,6 +341,68 @@ func TestGuardDrainAndStallWarning(t *testing.T) {
 	u := c.kind(pipeline.EventUnderrun)[0].Underrun
 	if u.Start != 400*gms || u.Duration != 300*gms || u.Class != pipeline.Interruption || u.Samples != 7200 {
 		t.Errorf("underrun %+v, want 300 ms interruption at 400 ms (7200 samples)", u)
+	}
+}
+
+// TestGuardToolCall: the drain-and-warning turn again, its stream
+// stopping for a tool call after the third token: no stall warning while
+// the tool runs, the drain and the underrun name the tool call as the
+// cause, and the record keeps the call with the time it ran.
+func TestGuardToolCall(t *testing.T) {
+	t.Parallel()
+	cfg := tokenConfig(t, 100*gms)
+	g, clock, c := manualGuard(t, cfg, 30*gms)
+	if err := g.Begin("t", "s"); err != nil {
+		t.Fatal(err)
+	}
+	step := func(at time.Duration, f func() error) {
+		t.Helper()
+		clock.Set(epoch.Add(at))
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunk := func() error { return g.Chunk("t", pipeline.Chunk{Textless: true}) }
+	step(100*gms, chunk)
+	step(150*gms, chunk)
+	step(200*gms, chunk)
+	step(205*gms, func() error { return g.ToolCall("t", pipeline.ToolCall{Name: "get_weather"}) })
+	// a second call ends the first
+	step(210*gms, func() error { return g.ToolCall("t", pipeline.ToolCall{Name: "get_weather"}) })
+	step(690*gms, func() error { return g.ToolReturned("t", 0) })
+	if err := g.ToolReturned("t", 0); !errors.Is(err, pipeline.ErrOrder) {
+		t.Errorf("a second return: %v, want ErrOrder", err)
+	}
+	step(700*gms, chunk)
+	step(750*gms, chunk)
+	step(750*gms, func() error { return g.End("t", pipeline.StatusOK) })
+	want := []string{
+		"speech at=100ms now=100ms",
+		"speech at=150ms now=150ms",
+		"speech at=200ms now=200ms",
+		"underrun_started at=400ms now=400ms",
+		"speech at=700ms now=700ms",
+		"underrun at=700ms now=700ms",
+		"speech at=750ms now=750ms",
+		"turn at=750ms now=750ms",
+	}
+	if got := c.timeline(); !slices.Equal(got, want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
+	if d := c.kind(pipeline.EventDrain)[0]; d.Underrun.Cause != pipeline.CauseTool {
+		t.Errorf("drain cause %q, want %q", d.Underrun.Cause, pipeline.CauseTool)
+	}
+	if u := c.kind(pipeline.EventUnderrun)[0]; u.Underrun.Cause != pipeline.CauseTool {
+		t.Errorf("underrun cause %q, want %q", u.Underrun.Cause, pipeline.CauseTool)
+	}
+	rec := c.kind(pipeline.EventTurn)[0].Record
+	wantTools := []pipeline.ToolCall{{At: 205 * gms, Duration: 5 * gms, Name: "get_weather"}, {At: 210 * gms, Duration: 480 * gms, Name: "get_weather"}}
+	if !slices.Equal(rec.ToolCalls, wantTools) {
+		t.Errorf("recorded tool calls %+v, want %+v", rec.ToolCalls, wantTools)
+	}
+	// TPOT leaves the tools' time out: (750 - 100 - 485) ms / 4
+	if tpot, ok := rec.TPOTSeconds(); !ok || math.Abs(tpot-0.04125) > 1e-9 {
+		t.Errorf("TPOT %v s, want 0.04125", tpot)
 	}
 }
 

@@ -336,16 +336,54 @@ func (p *Playout) push(c *Chunk) error {
 // text before a tool call is spoken before the call returns.
 func (p *Playout) flushTools(t time.Duration) {
 	for ; p.toolAt < len(p.tools) && p.tools[p.toolAt].At < t; p.toolAt++ {
-		k := len(p.at) - 1
-		if k < 0 {
-			continue // nothing said before it
-		}
-		at := max(p.tools[p.toolAt].At, p.at[k])
-		p.Advance(at)
-		p.timerArmed = false
-		if rel := p.chunker.Flush(); rel > p.released {
-			p.release(rel, at, k, false)
-		}
+		p.endReply(p.tools[p.toolAt].At)
+	}
+}
+
+// endReply ends the LLM's reply at time at (no earlier than the last
+// chunk): the policy lets go of what it holds.
+func (p *Playout) endReply(at time.Duration) {
+	k := len(p.at) - 1
+	if k < 0 {
+		return // nothing said before it
+	}
+	at = max(at, p.at[k])
+	p.Advance(at)
+	p.timerArmed = false
+	if rel := p.chunker.Flush(); rel > p.released {
+		p.release(rel, at, k, false)
+	}
+}
+
+// ToolCall starts a tool call of the turn being pushed, at tc.At (no
+// earlier than the last chunk): the LLM's reply ends there, so the policy
+// lets go of what it holds at once, and the gap the call explains takes
+// CauseTool. The chunks after it arrive once it has returned; its
+// Duration may come then (ToolReturned). A live feed calls it (Guard);
+// PlayTurn takes a turn's tool calls whole, and SetToolCalls gives them
+// before the chunks.
+func (p *Playout) ToolCall(tc ToolCall) error {
+	if p.ended {
+		return fmt.Errorf("%w: turn %q has ended", ErrOrder, p.turn)
+	}
+	if n := len(p.at); n > 0 && tc.At < p.at[n-1] {
+		return fmt.Errorf("%w: turn %q tool call at %v, before chunk %d at %v", ErrOrder, p.turn, tc.At, n-1, p.at[n-1])
+	}
+	if n := len(p.tools); n > 0 && tc.At < p.tools[n-1].At {
+		return fmt.Errorf("%w: turn %q tool call at %v, before the one at %v", ErrOrder, p.turn, tc.At, p.tools[n-1].At)
+	}
+	p.flushTools(tc.At)
+	// a new array: the tools may be a caller's (SetToolCalls)
+	p.tools = append(p.tools[:len(p.tools):len(p.tools)], tc)
+	p.endReply(tc.At)
+	p.toolAt = len(p.tools)
+	return nil
+}
+
+// ToolReturned notes that the last tool call of ToolCall returned at at.
+func (p *Playout) ToolReturned(at time.Duration) {
+	if n := len(p.tools); n > 0 && at >= p.tools[n-1].At {
+		p.tools[n-1].Duration = at - p.tools[n-1].At
 	}
 }
 
