@@ -128,28 +128,39 @@ type SpeechChunk struct {
 	PlayStart, PlayEnd time.Duration
 }
 
-// Tally counts underruns by class, with the silence they add up to.
+// Tally counts underruns by class, with the silence they add up to, and
+// the tool-call silences apart (they are no underruns).
 type Tally struct {
 	Glitches, Interruptions int
 	Silence                 time.Duration
 	// Interrupted is the part of Silence in interruptions.
 	Interrupted time.Duration
+	// ToolSilences are the gaps of CauseTool, ToolSilence their length.
+	ToolSilences int
+	ToolSilence  time.Duration
 }
 
 // TallyUnderruns tallies us.
 func TallyUnderruns(us []Underrun) Tally {
 	var t Tally
 	for _, u := range us {
-		if u.Cause == CauseTool {
-			continue // a tool-call silence is no underrun
-		}
-		t.Silence += u.Duration
-		if u.Class == Interruption {
-			t.Interruptions++
-			t.Interrupted += u.Duration
-		} else {
-			t.Glitches++
-		}
+		t.Add(u)
 	}
 	return t
+}
+
+// Add counts one more underrun.
+func (t *Tally) Add(u Underrun) {
+	if u.Cause == CauseTool {
+		t.ToolSilences++
+		t.ToolSilence += u.Duration
+		return
+	}
+	t.Silence += u.Duration
+	if u.Class == Interruption {
+		t.Interruptions++
+		t.Interrupted += u.Duration
+	} else {
+		t.Glitches++
+	}
 }

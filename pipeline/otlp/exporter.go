@@ -339,20 +339,20 @@ func (e *Exporter) Export(r TurnRecord) {
 
 // figures are what a turn's span and metrics say.
 type figures struct {
-	status, verdict      string
-	good                 bool
-	tm                   pipeline.Timing
-	hasTiming            bool
-	tpot                 float64 // seconds
-	hasTPOT              bool
-	ttfa                 time.Duration
-	hasTTFA              bool
-	speech, silence, end time.Duration
-	glitches, interrupts int
-	minTol               time.Duration
-	hasMinTol            bool
-	minPreroll           time.Duration
-	stack                string
+	status, verdict string
+	good            bool
+	tm              pipeline.Timing
+	hasTiming       bool
+	tpot            float64 // seconds
+	hasTPOT         bool
+	ttfa            time.Duration
+	hasTTFA         bool
+	speech, end     time.Duration
+	tally           pipeline.Tally // the underruns, and the tool-call silences apart
+	minTol          time.Duration
+	hasMinTol       bool
+	minPreroll      time.Duration
+	stack           string
 }
 
 func (e *Exporter) figures(t *pipeline.Turn, p *pipeline.Playout, us []pipeline.Underrun, status string) figures {
@@ -363,14 +363,9 @@ func (e *Exporter) figures(t *pipeline.Turn, p *pipeline.Playout, us []pipeline.
 		f.end = f.tm.E2E
 	}
 	for _, u := range us {
-		f.silence += u.Duration
-		if u.Class == pipeline.Interruption {
-			f.interrupts++
-		} else {
-			f.glitches++
-		}
 		f.end = max(f.end, u.Start+u.Duration)
 	}
+	f.tally = pipeline.TallyUnderruns(us)
 	if p != nil {
 		f.ttfa, f.hasTTFA = p.Started()
 		f.speech = p.Speech()
@@ -388,7 +383,7 @@ func (e *Exporter) figures(t *pipeline.Turn, p *pipeline.Playout, us []pipeline.
 		}
 	}
 	failed := t.Status != pipeline.StatusOK && t.Status != ""
-	f.good = !failed && f.interrupts == 0
+	f.good = !failed && f.tally.Interruptions == 0
 	f.verdict = "pass"
 	if !f.good || f.hasTPOT && f.tpot*float64(time.Second) > float64(e.opts.TPOTSLO) {
 		f.verdict = "fail"
@@ -415,8 +410,11 @@ func (e *Exporter) span(r TurnRecord, f figures, start time.Time, clock string, 
 		AttrSpeechGood.Bool(f.good), AttrClock.String(clock),
 		AttrTokens.Int(t.Tokens()), AttrChunks.Int(len(t.Chunks)),
 		attrOutputTokens.Int(t.Tokens()),
-		AttrGlitches.Int(f.glitches), AttrInterrupts.Int(f.interrupts),
-		AttrUnderrunMs.Float64(pipeline.Millis(f.silence)),
+		AttrGlitches.Int(f.tally.Glitches), AttrInterrupts.Int(f.tally.Interruptions),
+		AttrUnderrunMs.Float64(pipeline.Millis(f.tally.Silence)),
+	}
+	if f.tally.ToolSilences > 0 {
+		attrs = append(attrs, AttrToolSilences.Int(f.tally.ToolSilences), AttrToolSilence.Float64(pipeline.Millis(f.tally.ToolSilence)))
 	}
 	if t.Session != "" {
 		attrs = append(attrs, AttrSession.String(t.Session), attrConversation.String(t.Session))
@@ -473,8 +471,10 @@ func (e *Exporter) record(f figures, us []pipeline.Underrun, t *pipeline.Turn) {
 	if f.hasTiming {
 		in.ttfc.Record(ctx, f.tm.TTFT.Seconds(), op, prov)
 		in.duration.Record(ctx, f.tm.E2E.Seconds(), op, prov)
+		tools := t.ToolPauses() // a tool call's time is no decode time
 		for i := 1; i < len(t.Chunks); i++ {
-			in.tpoc.Record(ctx, (t.Chunks[i].At - t.Chunks[i-1].At).Seconds(), op, prov)
+			from, to := t.Chunks[i-1].At, t.Chunks[i].At
+			in.tpoc.Record(ctx, (to - from - tools.Within(from, to)).Seconds(), op, prov)
 		}
 		in.tokens.Record(ctx, int64(t.Tokens()), op, prov, genaiconv.TokenTypeOutput)
 	}
@@ -493,6 +493,9 @@ func (e *Exporter) record(f figures, us []pipeline.Underrun, t *pipeline.Turn) {
 	}
 	in.speech.Add(ctx, f.speech.Seconds())
 	for _, u := range us {
+		if u.Cause == pipeline.CauseTool {
+			continue // no underrun: the span counts it (underrun.tool_silences)
+		}
 		set := metric.WithAttributes(AttrClass.String(string(u.Class)), AttrCause.String(string(u.Cause)))
 		in.underruns.Add(ctx, 1, set)
 		in.gapLen.Record(ctx, u.Duration.Seconds(), set)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,6 +221,52 @@ func TestExportTurn(t *testing.T) {
 	wantStr(t, otlp.MetricTurns, pt.Attributes(), string(otlp.AttrVerdict), "fail")
 	if pt.IntValue() != 1 {
 		t.Errorf("%s = %d, want 1", otlp.MetricTurns, pt.IntValue())
+	}
+}
+
+// TestExportToolCall: a turn whose stream stops for a 3 s tool call and
+// is otherwise smooth exports a tool-call silence, not an interruption:
+// the span counts it apart and stays good, the underrun metric leaves it
+// out, and the time per output chunk leaves the tool's time out.
+func TestExportToolCall(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	ms := time.Millisecond
+	turn := &pipeline.Turn{ID: "tool", Session: "s1", Start: time.Unix(1764669600, 0), Status: pipeline.StatusOK,
+		ToolCalls: []pipeline.ToolCall{{At: 305 * ms, Duration: 3000 * ms, Name: "get_weather"}}}
+	for i, w := range strings.Fields("Let me check that for you. It is sunny and warm today, with a light breeze.") {
+		at := time.Duration(200+25*i) * ms
+		if i >= 5 {
+			at += 3000 * ms
+		}
+		turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: at, Text: " " + w, Tokens: 1})
+	}
+	p, err := pipeline.Play(pipeline.DefaultConfig(), turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := pipeline.TallyUnderruns(p.Underruns)
+	if tally.ToolSilences != 1 || tally.Interruptions+tally.Glitches != 0 {
+		t.Fatalf("the turn's gaps %+v: want one tool-call silence and no underrun", p.Underruns)
+	}
+	e := newExporter(t, otlp.Options{Endpoint: rcv.URL, Command: "test"})
+	e.Export(otlp.TurnRecord{Turn: turn, Playout: p})
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a := rcv.Spans()[0].Attributes()
+	wantInt(t, "span", a, string(otlp.AttrToolSilences), 1)
+	wantFloat(t, "span", a, string(otlp.AttrToolSilence), pipeline.Millis(tally.ToolSilence))
+	wantInt(t, "span", a, string(otlp.AttrInterrupts), 0)
+	wantFloat(t, "span", a, string(otlp.AttrUnderrunMs), 0)
+	wantStr(t, "span", a, string(otlp.AttrVerdict), "pass")
+	if ms := rcv.Metric(otlp.MetricUnderruns); len(ms) > 0 && ms[len(ms)-1].Sum().DataPoints().Len() > 0 {
+		t.Errorf("%s counts the tool-call silence", otlp.MetricUnderruns)
+	}
+	tpoc := rcv.Metric("gen_ai.client.operation.time_per_output_chunk")
+	tm, _ := turn.Timing()
+	if got, want := tpoc[len(tpoc)-1].Histogram().DataPoints().At(0).Sum(), (tm.E2E - tm.TTFT - 3000*ms).Seconds(); math.Abs(got-want) > 1e-6 {
+		t.Errorf("time_per_output_chunk: sum %v, want E2E - TTFT less the tool's 3 s = %v", got, want)
 	}
 }
 

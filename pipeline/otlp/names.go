@@ -19,19 +19,21 @@ const ScopeName = "github.com/speech-pipeline/underrun/pipeline/otlp"
 // underrun's reports, except the semantic conventions' own
 // gen_ai.response.time_to_first_chunk, in seconds.
 const (
-	AttrTurn         = attribute.Key("underrun.turn.id")       // the turn's id
-	AttrSession      = attribute.Key("underrun.session.id")    // its session (also gen_ai.conversation.id)
-	AttrStatus       = attribute.Key("underrun.status")        // ok, error, cancelled, incomplete, barge_in
-	AttrVerdict      = attribute.Key("underrun.verdict")       // pass or fail
-	AttrSpeechGood   = attribute.Key("underrun.speech.good")   // no interruption and not failed: what speech goodput counts
-	AttrTTFT         = attribute.Key("underrun.ttft_ms")       // first chunk's arrival
-	AttrTPOT         = attribute.Key("underrun.tpot_ms")       // (E2E - TTFT) / (tokens - 1); absent below 2 tokens
-	AttrE2EL         = attribute.Key("underrun.e2el_ms")       // last chunk's arrival
-	AttrTTFA         = attribute.Key("underrun.ttfa_ms")       // time to first audio: the player started; absent when it never did
-	AttrSpeech       = attribute.Key("underrun.speech_ms")     // audio released to the synthesizer
-	AttrUnderrunMs   = attribute.Key("underrun.underrun_ms")   // silence in underruns, all classes
-	AttrGlitches     = attribute.Key("underrun.glitches")      // underruns shorter than the interruption threshold
-	AttrInterrupts   = attribute.Key("underrun.interruptions") // underruns at least that long
+	AttrTurn         = attribute.Key("underrun.turn.id")         // the turn's id
+	AttrSession      = attribute.Key("underrun.session.id")      // its session (also gen_ai.conversation.id)
+	AttrStatus       = attribute.Key("underrun.status")          // ok, error, cancelled, incomplete, barge_in
+	AttrVerdict      = attribute.Key("underrun.verdict")         // pass or fail
+	AttrSpeechGood   = attribute.Key("underrun.speech.good")     // no interruption and not failed: what speech goodput counts
+	AttrTTFT         = attribute.Key("underrun.ttft_ms")         // first chunk's arrival
+	AttrTPOT         = attribute.Key("underrun.tpot_ms")         // (E2E - TTFT) / (tokens - 1); absent below 2 tokens
+	AttrE2EL         = attribute.Key("underrun.e2el_ms")         // last chunk's arrival
+	AttrTTFA         = attribute.Key("underrun.ttfa_ms")         // time to first audio: the player started; absent when it never did
+	AttrSpeech       = attribute.Key("underrun.speech_ms")       // audio released to the synthesizer
+	AttrUnderrunMs   = attribute.Key("underrun.underrun_ms")     // silence in underruns, both classes (tool-call silences apart)
+	AttrGlitches     = attribute.Key("underrun.glitches")        // underruns shorter than the interruption threshold
+	AttrInterrupts   = attribute.Key("underrun.interruptions")   // underruns at least that long
+	AttrToolSilences = attribute.Key("underrun.tool_silences")   // gaps while the stream stopped for a tool call: no underruns
+	AttrToolSilence  = attribute.Key("underrun.tool_silence_ms") // their silence
 	AttrMinTolerance = attribute.Key("underrun.min_tolerance_ms")
 	AttrMinPreroll   = attribute.Key("underrun.min_preroll_ms") // the smallest pre-roll with no underrun
 	AttrTokens       = attribute.Key("underrun.tokens")
@@ -44,7 +46,7 @@ const (
 // The attributes of an underrun event.
 const (
 	AttrClass     = attribute.Key("underrun.class")        // glitch or interruption
-	AttrCause     = attribute.Key("underrun.cause")        // stall, pace, startup, held, synthesizer
+	AttrCause     = attribute.Key("underrun.cause")        // stall, pace, startup, held, synthesizer, tool_call
 	AttrPosition  = attribute.Key("underrun.position")     // where in the text it fell
 	AttrToken     = attribute.Key("underrun.token")        // the chunk (from 0) that came late
 	AttrChunk     = attribute.Key("underrun.chunk")        // the speech chunk that was awaited
