@@ -15,6 +15,8 @@ type metrics struct {
 	speech        prometheus.Counter
 	glitches      prometheus.Counter
 	interruptions prometheus.Counter
+	toolSilences  prometheus.Counter
+	toolSilence   prometheus.Counter
 	bargeIns      prometheus.Counter
 	stalls        prometheus.Counter
 	messages      *prometheus.CounterVec
@@ -52,6 +54,8 @@ func newMetrics() *metrics {
 		speech:        c("speech_seconds_total", "Seconds of speech in the turns ended: the audio the modelled player plays, which interruptions per minute of speech count against."),
 		glitches:      c("glitches_total", "Underruns shorter than the interruption threshold."),
 		interruptions: c("interruptions_total", "Underruns at least as long as the interruption threshold."),
+		toolSilences:  c("tool_silences_total", "Silences while a turn's stream stopped for a tool call: no underruns, not in glitches or interruptions."),
+		toolSilence:   c("tool_silence_seconds_total", "Seconds of those tool-call silences."),
 		bargeIns:      c("barge_ins_total", "Turns the user interrupted (barge-in)."),
 		stalls:        c("stall_warnings_total", "Stall warnings: the stall tolerance fell below the warning threshold."),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "underrun", Name: "messages_total",
@@ -66,7 +70,7 @@ func newMetrics() *metrics {
 		openTurns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "underrun", Name: "open_turns", Help: "Turns streaming now."}),
 	}
 	m.reg.MustRegister(m.itl, m.tpot, m.ttft, m.ttfa, m.underrun, m.turns, m.goodTurns, m.speech, m.glitches, m.interruptions,
-		m.bargeIns, m.stalls, m.messages, m.refused, m.dropped, m.sessions, m.maxSessions, m.openTurns)
+		m.toolSilences, m.toolSilence, m.bargeIns, m.stalls, m.messages, m.refused, m.dropped, m.sessions, m.maxSessions, m.openTurns)
 	// the series exist from the start, so dashboards see zeros, not gaps
 	for _, s := range []string{"ok", "error", "cancelled", "barge_in", "incomplete"} {
 		m.turns.WithLabelValues(s)

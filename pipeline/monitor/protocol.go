@@ -12,7 +12,7 @@ import (
 )
 
 // Type names a message of the ingest protocol. A voice app sends the
-// first eight; the monitor answers with hello and error.
+// first ten; the monitor answers with hello and error.
 type Type string
 
 // The message types of the ingest protocol (cmd/underrun/docs/monitor.md).
@@ -38,6 +38,13 @@ const (
 	// TypePlayout: the app's player has played the turn's audio to its
 	// end; it may say what it counted (start_ms, gaps).
 	TypePlayout Type = "playout"
+	// TypeToolCall: the turn's LLM stream stopped for a tool call (name):
+	// the chunking flushes, and the silence until the stream resumes is
+	// the tool's, counted apart from underruns.
+	TypeToolCall Type = "tool_call"
+	// TypeToolResult: the tool call returned; the stream resumes (the next
+	// chunk ends the call too, when no tool_result was sent).
+	TypeToolResult Type = "tool_result"
 	// TypeHello is the monitor's first message on a connection: the
 	// session's name and the limits in force.
 	TypeHello Type = "hello"
@@ -48,7 +55,8 @@ const (
 
 // ingestTypes are the message types a voice app sends, in the order of
 // the protocol.
-var ingestTypes = [...]Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout}
+var ingestTypes = [...]Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout,
+	TypeToolCall, TypeToolResult}
 
 // MaxName is the longest turn or session name accepted, in bytes.
 const MaxName = 256
@@ -72,10 +80,13 @@ type Message struct {
 	Tokens int
 	// Reasoning marks a chunk that is not spoken.
 	Reasoning bool
-	// At is the client's own time since turn_start for a chunk or a
-	// barge-in (HasAt false: the monitor's arrival time is used).
+	// At is the client's own time since turn_start for a chunk, a
+	// barge-in, a tool call or its result (HasAt false: the monitor's
+	// arrival time is used).
 	At    time.Duration
 	HasAt bool
+	// Name is a tool call's tool (tool_call; may be empty).
+	Name string
 	// Status and Error close a turn (turn_end; empty status means ok).
 	Status pipeline.Status
 	Error  string
@@ -144,7 +155,7 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		}
 	}
 	if m.Type == "" {
-		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in, tts, speech, audio or playout, got %q", ErrMessage, typ)
+		return m, fmt.Errorf("%w: field \"type\": want turn_start, chunk, turn_end, barge_in, tts, speech, audio, playout, tool_call or tool_result, got %q", ErrMessage, typ)
 	}
 	turn, err := strBytes(v, "turn", m.Type != TypeTTS)
 	if err != nil {
@@ -190,7 +201,17 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
 			return m, err
 		}
-	case TypeBargeIn:
+	case TypeBargeIn, TypeToolResult:
+		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
+			return m, err
+		}
+	case TypeToolCall:
+		if m.Name, err = str(v, "name", false); err != nil {
+			return m, err
+		}
+		if len(m.Name) > MaxName {
+			return m, fmt.Errorf("%w: field \"name\": want at most %d bytes, got %d", ErrMessage, MaxName, len(m.Name))
+		}
 		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
 			return m, err
 		}

@@ -40,6 +40,10 @@ func TestParse(t *testing.T) {
 			Message{Type: TypeAudio, Turn: "t1", Audio: 100 * time.Millisecond, At: 410500 * time.Microsecond, HasAt: true, Speech: 2, HasSpeech: true}},
 		{`{"type":"audio","turn":"t1","audio_ms":10}`, Message{Type: TypeAudio, Turn: "t1", Audio: 10 * time.Millisecond}},
 		{`{"type":"playout","turn":"t1"}`, Message{Type: TypePlayout, Turn: "t1"}},
+		{`{"type":"tool_call","turn":"t1","name":"get_weather","t_ms":812}`,
+			Message{Type: TypeToolCall, Turn: "t1", Name: "get_weather", At: 812 * time.Millisecond, HasAt: true}},
+		{`{"type":"tool_call","turn":"t1"}`, Message{Type: TypeToolCall, Turn: "t1"}},
+		{`{"type":"tool_result","turn":"t1","t_ms":2400}`, Message{Type: TypeToolResult, Turn: "t1", At: 2400 * time.Millisecond, HasAt: true}},
 		{`{"type":"playout","turn":"t1","start_ms":420,"gaps":[{"start_ms":900,"duration_ms":250},{"start_ms":1500,"duration_ms":0.5}]}`,
 			Message{Type: TypePlayout, Turn: "t1", Start: 420 * time.Millisecond, HasStart: true,
 				Gaps: []PlayerGap{{900 * time.Millisecond, 250 * time.Millisecond}, {1500 * time.Millisecond, 500 * time.Microsecond}}}},
@@ -101,6 +105,8 @@ func FuzzParse(f *testing.F) {
 		`{"type":"speech","turn":"t1","text":"Sure.","t_ms":300}`,
 		`{"type":"audio","turn":"t1","audio_ms":100,"t_ms":410.5,"speech":0}`,
 		`{"type":"playout","turn":"t1","start_ms":420,"gaps":[{"start_ms":900,"duration_ms":250}]}`,
+		`{"type":"tool_call","turn":"t1","name":"get_weather","t_ms":812}`,
+		`{"type":"tool_result","turn":"t1"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -115,7 +121,8 @@ func FuzzParse(f *testing.F) {
 		}
 		// what parses is usable: a known type, a sane time, a name
 		switch {
-		case !slices.Contains([]Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout}, m.Type):
+		case !slices.Contains([]Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout,
+			TypeToolCall, TypeToolResult}, m.Type):
 			t.Fatalf("type %q accepted", m.Type)
 		case len(m.Gaps) > MaxPlayerGaps || (m.Type == TypeAudio && m.Audio <= 0):
 			t.Fatalf("playout or audio out of bounds accepted: %+v", m)
@@ -125,6 +132,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("no turn accepted: %+v", m)
 		case m.Type == TypeTurnEnd && !m.Status.Valid():
 			t.Fatalf("status %q accepted", m.Status)
+		case len(m.Name) > MaxName || (m.Type != TypeToolCall && m.Name != ""):
+			t.Fatalf("tool name of %d bytes on a %s message accepted", len(m.Name), m.Type)
 		case len(m.Traceparent) > MaxTraceContext || len(m.Tracestate) > MaxTraceContext:
 			t.Fatalf("trace context of %d and %d bytes accepted", len(m.Traceparent), len(m.Tracestate))
 		case m.Type != TypeTurnStart && (m.Traceparent != "" || m.Tracestate != ""):

@@ -152,26 +152,29 @@ func (r *recorder) begin(session, turn string, start time.Time) string {
 	return id
 }
 
-func (r *recorder) chunk(id string, c pipeline.Chunk) {
+// write has the trace writer write records into the buffer (a nil
+// recorder records nothing).
+func (r *recorder) write(f func(w *trace.Writer)) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before := len(r.pending)
-	r.w.WriteChunk(id, c)
+	f(r.w) // into pending: cannot fail
 	r.added(before)
 }
 
+func (r *recorder) chunk(id string, c pipeline.Chunk) {
+	r.write(func(w *trace.Writer) { w.WriteChunk(id, c) })
+}
+
+func (r *recorder) tool(id string, tc pipeline.ToolCall) {
+	r.write(func(w *trace.Writer) { w.WriteToolCall(id, tc) })
+}
+
 func (r *recorder) end(t *pipeline.Turn) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	before := len(r.pending)
-	r.w.EndTurn(t)
-	r.added(before)
+	r.write(func(w *trace.Writer) { w.EndTurn(t) })
 }
 
 // close writes out what is pending, stops the writer and returns the

@@ -508,6 +508,12 @@ type eventMessage struct {
 	Glitches      *int     `json:"glitches,omitempty"`
 	Interruptions *int     `json:"interruptions,omitempty"`
 	UnderrunMs    float64  `json:"underrun_ms,omitempty"`
+	// ToolSilences and ToolSilenceMs (turn) are the silences while the
+	// stream stopped for a tool call, kept apart from the underruns; Name
+	// (tool_call) is the tool.
+	ToolSilences  int     `json:"tool_silences,omitempty"`
+	ToolSilenceMs float64 `json:"tool_silence_ms,omitempty"`
+	Name          string  `json:"name,omitempty"`
 	// Heard, Predicted, Player, Differences, Agrees, SpeechChunks and
 	// MeasuredChunks make a heard event (playout.go).
 	Heard          []gapMessage   `json:"heard,omitempty"`

@@ -126,7 +126,11 @@ type turnState struct {
 	barged   bool
 	draining bool
 	outTok   int
-	series   *turnSeries // its history in the live chart
+	// tool is the tool call running (not yet recorded), toolPause the
+	// tool calls' time since the last chunk (left out of its ITL)
+	tool      *pipeline.ToolCall
+	toolPause time.Duration
+	series    *turnSeries // its history in the live chart
 	// the W3C trace context of its turn_start
 	traceparent, tracestate string
 }
@@ -206,6 +210,8 @@ func (sess *session) handle(m Message, arrived time.Time) error {
 		return sess.bargeIn(m, arrived)
 	case TypeSpeech, TypeAudio, TypePlayout:
 		return sess.speechMessage(m, arrived)
+	case TypeToolCall, TypeToolResult:
+		return sess.toolMessage(m, arrived)
 	case TypeTTS:
 		f, err := sess.scale.learn(m.Text, m.Audio)
 		if err != nil {
@@ -314,11 +320,17 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
+	sess.mu.Lock()
+	tc := sess.toolReturned(ts, at) // the stream resumed (the guard ended the call too)
+	pause := ts.toolPause
+	ts.toolPause = 0
+	sess.mu.Unlock()
+	sess.recordTool(ts, tc)
 	sess.srv.rec.chunk(ts.rec, c)
 	if n == 0 {
 		sess.srv.m.ttft.Observe(at.Seconds())
 	} else {
-		sess.srv.m.itl.Observe((at - prev).Seconds())
+		sess.srv.m.itl.Observe((at - prev - pause).Seconds())
 	}
 	sess.mu.Lock()
 	ts.chunks++
@@ -361,9 +373,88 @@ func (sess *session) bargeIn(m Message, arrived time.Time) error {
 	return sess.finish(ts, pipeline.StatusCancelled, "barge-in", 0)
 }
 
+// toolMessage applies a tool_call or tool_result (the guard is called
+// without sess.mu: it raises events that take it).
+func (sess *session) toolMessage(m Message, arrived time.Time) error {
+	ts, err := sess.open(m.Turn)
+	if err != nil {
+		return err
+	}
+	at := sess.at(ts, m, arrived)
+	sess.mu.Lock()
+	running, chunks, last := ts.tool, ts.chunks, ts.lastAt
+	sess.mu.Unlock()
+	if m.Type == TypeToolResult {
+		if running == nil {
+			return fmt.Errorf("%w: turn %q has no tool call running (send tool_call first)", ErrRejected, m.Turn)
+		}
+		at = max(at, running.At)
+		if err := sess.guard.ToolReturned(m.Turn, at); err != nil {
+			return fmt.Errorf("%w: %w", ErrRejected, err)
+		}
+		sess.mu.Lock()
+		tc := sess.toolReturned(ts, at)
+		sess.mu.Unlock()
+		sess.recordTool(ts, tc)
+		return nil
+	}
+	if chunks > 0 && at < last {
+		if m.HasAt {
+			return fmt.Errorf("%w: turn %q tool call: t_ms %.3f is before the last chunk's %.3f",
+				ErrRejected, m.Turn, pipeline.Millis(at), pipeline.Millis(last))
+		}
+		at = last
+	}
+	if err := sess.guard.ToolCall(m.Turn, pipeline.ToolCall{At: at, Name: m.Name}); err != nil {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	sess.mu.Lock()
+	prev := sess.toolReturned(ts, at) // a call running ends where this one starts
+	ts.tool = &pipeline.ToolCall{At: at, Name: m.Name}
+	sess.mu.Unlock()
+	sess.recordTool(ts, prev)
+	sess.log.Info().Str("event", "tool_call").Str("turn", m.Turn).Str("name", m.Name).Float64("at_ms", pipeline.Millis(at)).Msg("tool_call")
+	sess.publish(eventMessage{Type: "tool_call", Session: sess.id, Turn: m.Turn, Name: m.Name,
+		AtMs: pipeline.Millis(at), UnixNs: ts.begin.Add(at).UnixNano()})
+	return nil
+}
+
+// toolReturned ends the turn's running tool call, if any, at at (sess.mu
+// held), and returns it for the recording (recordTool), or nil.
+func (sess *session) toolReturned(ts *turnState, at time.Duration) *pipeline.ToolCall {
+	tc := ts.tool
+	if tc == nil {
+		return nil
+	}
+	tc.Duration = max(0, at-tc.At)
+	ts.tool = nil
+	ts.toolPause += tc.Duration
+	return tc
+}
+
+// recordTool records a tool call that has returned (nil: none; sess.mu
+// not held: the recording may wait for its writer).
+func (sess *session) recordTool(ts *turnState, tc *pipeline.ToolCall) {
+	if tc != nil {
+		sess.srv.rec.tool(ts.rec, *tc)
+	}
+}
+
 // finish ends an open turn: the guard raises its last events, the
 // recording gets its end record.
 func (sess *session) finish(ts *turnState, status pipeline.Status, errText string, outTok int) error {
+	sess.mu.Lock()
+	running := ts.tool
+	sess.mu.Unlock()
+	if running != nil {
+		// the turn ended with its tool call running: it ran until now
+		at := max(sess.srv.clock.Now().Sub(ts.begin), running.At)
+		_ = sess.guard.ToolReturned(ts.id, at)
+		sess.mu.Lock()
+		tc := sess.toolReturned(ts, at)
+		sess.mu.Unlock()
+		sess.recordTool(ts, tc)
+	}
 	err := sess.guard.End(ts.id, status)
 	sess.mu.Lock()
 	delete(sess.turns, ts.id)
@@ -442,7 +533,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 			Float64("late_ms", pipeline.Millis(e.Now-e.At)).Int("last_token", e.LastToken).Msg(string(e.Kind))
 		sess.publish(eventMessage{Type: string(e.Kind), Session: sess.id, Turn: e.Turn,
 			AtMs: pipeline.Millis(e.At), LateMs: pipeline.Millis(e.Now - e.At), LastToken: ptr(e.LastToken),
-			UnixNs: begin.Add(e.At).UnixNano()})
+			Cause: string(e.Underrun.Cause), UnixNs: begin.Add(e.At).UnixNano()})
 	case pipeline.EventUnderrun:
 		if ts == nil {
 			sess.mu.Unlock()
@@ -456,6 +547,21 @@ func (sess *session) onEvent(e pipeline.Event) {
 				h.undrain()
 			}
 			sess.mu.Unlock()
+			return
+		}
+		if u.Cause == pipeline.CauseTool {
+			// the stream stopped for a tool call: a silence, no underrun
+			if h != nil {
+				h.undrain()
+			}
+			sess.mu.Unlock()
+			sess.srv.m.toolSilences.Inc()
+			sess.srv.m.toolSilence.Add(u.Duration.Seconds())
+			sess.log.Info().Str("event", "tool_silence").Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(u.Start)).
+				Float64("duration_ms", pipeline.Millis(u.Duration)).Msg("tool_silence")
+			sess.publish(eventMessage{Type: "tool_silence", Session: sess.id, Turn: e.Turn,
+				AtMs: pipeline.Millis(u.Start), DurationMs: pipeline.Millis(u.Duration), LateMs: pipeline.Millis(e.Now - e.At),
+				Cause: string(u.Cause), Token: ptr(u.Token), UnixNs: begin.Add(u.Start).UnixNano()})
 			return
 		}
 		if u.Class == pipeline.Interruption {
@@ -507,7 +613,7 @@ func (sess *session) onEvent(e pipeline.Event) {
 		m := sess.srv.m
 		m.turns.WithLabelValues(sum.status).Inc()
 		m.speech.Add(sum.speech.Seconds())
-		if sum.status == string(pipeline.StatusOK) && sum.interruptions == 0 {
+		if sum.status == string(pipeline.StatusOK) && sum.gaps.Interruptions == 0 {
 			m.goodTurns.Inc() // as analyze's speech goodput counts a turn
 		}
 		if sum.hasTPOT {
@@ -524,12 +630,13 @@ func (sess *session) onEvent(e pipeline.Event) {
 		if sum.hasTTFA {
 			ev = ev.Float64("ttfa_ms", pipeline.Millis(sum.ttfa))
 		}
-		ev.Float64("speech_ms", pipeline.Millis(sum.speech)).Int("glitches", sum.glitches).
-			Int("interruptions", sum.interruptions).Float64("underrun_ms", pipeline.Millis(sum.silence)).Msg("turn")
+		ev.Float64("speech_ms", pipeline.Millis(sum.speech)).Int("glitches", sum.gaps.Glitches).
+			Int("interruptions", sum.gaps.Interruptions).Float64("underrun_ms", pipeline.Millis(sum.gaps.Silence)).Msg("turn")
 		msg := eventMessage{Type: "turn", Session: sess.id, Turn: e.Turn, Status: sum.status, Tokens: sum.tokens,
 			AtMs: pipeline.Millis(e.At), TTFTMs: pipeline.Millis(sum.ttft), E2ELMs: pipeline.Millis(sum.e2e),
-			SpeechMs: pipeline.Millis(sum.speech), Glitches: ptr(sum.glitches), Interruptions: ptr(sum.interruptions),
-			UnderrunMs: pipeline.Millis(sum.silence), UnixNs: begin.Add(e.At).UnixNano()}
+			SpeechMs: pipeline.Millis(sum.speech), Glitches: ptr(sum.gaps.Glitches), Interruptions: ptr(sum.gaps.Interruptions),
+			UnderrunMs: pipeline.Millis(sum.gaps.Silence), ToolSilences: sum.gaps.ToolSilences,
+			ToolSilenceMs: pipeline.Millis(sum.gaps.ToolSilence), UnixNs: begin.Add(e.At).UnixNano()}
 		if sum.hasTPOT {
 			msg.TPOTMs = ptr(pipeline.Millis(sum.tpot))
 		}
@@ -570,12 +677,12 @@ func clip(u pipeline.Underrun, ts *turnState, interruption time.Duration) (pipel
 
 // turnSummary is what a finished turn adds to the session and metrics.
 type turnSummary struct {
-	status                  string
-	tokens                  int
-	ttft, e2e, tpot, ttfa   time.Duration
-	hasTPOT, hasTTFA        bool
-	speech, silence         time.Duration
-	glitches, interruptions int
+	status                string
+	tokens                int
+	ttft, e2e, tpot, ttfa time.Duration
+	hasTPOT, hasTTFA      bool
+	speech                time.Duration
+	gaps                  pipeline.Tally // the underruns, cut at a barge-in; the tool-call silences apart
 }
 
 func summarize(e pipeline.Event, ts *turnState, interruption time.Duration) turnSummary {
@@ -599,15 +706,8 @@ func summarize(e pipeline.Event, ts *turnState, interruption time.Duration) turn
 		}
 		sum.speech = p.Speech()
 		for _, u := range p.Underruns {
-			u, ok := clip(u, ts, interruption)
-			if !ok {
-				continue
-			}
-			sum.silence += u.Duration
-			if u.Class == pipeline.Interruption {
-				sum.interruptions++
-			} else {
-				sum.glitches++
+			if u, ok := clip(u, ts, interruption); ok {
+				sum.gaps.Add(u)
 			}
 		}
 	}
