@@ -113,6 +113,17 @@ func appendMessage(b []byte, typ Type, turn string, c *pipeline.Chunk, at time.D
 	return append(b, '}')
 }
 
+// appendToolMessage appends a tool_call (naming the tool, when name is
+// not empty) or tool_result message of turn at at.
+func appendToolMessage(b []byte, typ Type, turn, name string, at time.Duration) []byte {
+	b = appendMessage(b, typ, turn, nil, at, "")
+	if name == "" {
+		return b
+	}
+	b = append(b[:len(b)-1], `,"name":`...)
+	return append(appendJSONString(b, name), '}')
+}
+
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"

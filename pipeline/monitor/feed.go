@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,6 +145,8 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 	}
 	st.Sessions = len(conns)
 	start := time.Now()
+	wait := time.NewTimer(time.Hour)
+	defer wait.Stop()
 	var wg sync.WaitGroup
 	errc := make(chan error, len(turns))
 	for _, i := range order {
@@ -154,7 +157,7 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 		}
 		fc := conns[name]
 		id := strings.TrimPrefix(t.ID, name+"/")
-		if !sleepUntil(ctx, start.Add(offsets[i])) {
+		if pipeline.SleepUntil(ctx, wait, start.Add(offsets[i])) != nil {
 			break
 		}
 		if err := fc.s.send(appendMessage(nil, TypeTurnStart, id, nil, -1, "")); err != nil {
@@ -166,19 +169,56 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 		wg.Add(1)
 		go func(t *pipeline.Turn, base time.Time) {
 			defer wg.Done()
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
 			var b []byte
-			for k := range t.Chunks {
-				c := &t.Chunks[k]
-				if !sleepUntil(ctx, base.Add(c.At)) {
-					return
+			// emit sends b (what, of index k when k >= 0) at at since the
+			// turn's start; false when the feed is over
+			emit := func(at time.Duration, what string, k int) bool {
+				if pipeline.SleepUntil(ctx, timer, base.Add(at)) != nil {
+					return false
 				}
-				b = appendMessage(b[:0], TypeChunk, id, c, c.At, "")
 				if err := fc.s.send(b); err != nil {
-					errc <- fmt.Errorf("feed: session %q turn %q chunk %d: %w", name, id, k, err)
+					if k >= 0 {
+						what += " " + strconv.Itoa(k)
+					}
+					errc <- fmt.Errorf("feed: session %q turn %q %s: %w", name, id, what, err)
 					cancel()
-					return
+					return false
 				}
 				sent.Add(1)
+				return true
+			}
+			// tool sends a tool call and its result, the result no later
+			// than until (the next chunk)
+			tools := t.ToolCalls
+			tool := func(until time.Duration) bool {
+				tc := tools[0]
+				tools = tools[1:]
+				b = appendToolMessage(b[:0], TypeToolCall, id, tc.Name, tc.At)
+				if !emit(tc.At, "tool call", -1) {
+					return false
+				}
+				end := min(tc.End(), until)
+				b = appendToolMessage(b[:0], TypeToolResult, id, "", end)
+				return emit(end, "tool result", -1)
+			}
+			for k := range t.Chunks {
+				c := &t.Chunks[k]
+				for len(tools) > 0 && tools[0].At < c.At {
+					if !tool(c.At) {
+						return
+					}
+				}
+				b = appendMessage(b[:0], TypeChunk, id, c, c.At, "")
+				if !emit(c.At, "chunk", k) {
+					return
+				}
+			}
+			for len(tools) > 0 {
+				if !tool(pipeline.Unbounded) {
+					return
+				}
 			}
 			status := t.Status
 			switch status {
@@ -188,12 +228,7 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 				status = pipeline.StatusCancelled // the recorded stream was cut
 			}
 			b = appendMessage(b[:0], TypeTurnEnd, id, nil, -1, status)
-			if err := fc.s.send(b); err != nil {
-				errc <- fmt.Errorf("feed: session %q turn %q end: %w", name, id, err)
-				cancel()
-				return
-			}
-			sent.Add(1)
+			emit(0, "end", -1) // at once
 		}(t, time.Now())
 	}
 	wg.Wait()
@@ -239,22 +274,6 @@ func schedule(turns []*pipeline.Turn) []time.Duration {
 		next = max(next, end)
 	}
 	return off
-}
-
-// sleepUntil waits for t; false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Shard picks, for a session named session, one of n monitors (0..n-1):

@@ -91,6 +91,59 @@ func TestFeedMatchesOfflineAnalysis(t *testing.T) {
 	}
 }
 
+// TestFeedToolCall: a recorded turn with a tool call feeds as tool_call
+// and tool_result at their times; the monitor hears its silence as the
+// tool's, as offline analysis does, and records the call as it came.
+func TestFeedToolCall(t *testing.T) {
+	t.Parallel()
+	cfg := tokenConfig(60*time.Millisecond, 20*time.Millisecond)
+	ms := time.Millisecond
+	turn := &pipeline.Turn{ID: "kitchen/t1", Session: "kitchen", Status: pipeline.StatusOK, Chunks: []pipeline.Chunk{
+		{At: 20 * ms, Text: "Let", Tokens: 1}, {At: 30 * ms, Text: " me", Tokens: 1}, {At: 40 * ms, Text: " check.", Tokens: 1},
+		{At: 460 * ms, Text: " It", Tokens: 1}, {At: 470 * ms, Text: " is", Tokens: 1}, {At: 480 * ms, Text: " on.", Tokens: 1},
+	}, ToolCalls: []pipeline.ToolCall{{At: 45 * ms, Duration: 400 * ms, Name: "oven_status"}}}
+	offline, err := pipeline.Play(cfg, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offline.Underruns) != 1 || offline.Underruns[0].Cause != pipeline.CauseTool {
+		t.Fatalf("offline gaps %+v: the test wants one tool-call silence", offline.Underruns)
+	}
+	var native strings.Builder
+	if err := trace.NewWriter(&native, "test").WriteTurn(turn); err != nil {
+		t.Fatal(err)
+	}
+	var rec testkit.Buffer
+	_, ts := startServer(t, Options{Config: cfg, Record: &rec})
+	ev := subscribe(t, ts)
+	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages != 10 || st.Refused != 0 {
+		t.Errorf("feed stats %+v, want 10 messages (with the tool call and its result), none refused", st)
+	}
+	ev.wait(t, "turn", nil)
+	waitFor(t, func() bool { return strings.Contains(rec.String(), `"type":"end"`) })
+	recorded, err := trace.NewNativeReader(strings.NewReader(rec.String()), "recording").Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(recorded.ToolCalls, turn.ToolCalls) {
+		t.Logf("tool calls recorded as %+v, fed as %+v: the monitor's clock for the turn started late", recorded.ToolCalls, turn.ToolCalls)
+	}
+	if offline, err = pipeline.Play(cfg, recorded); err != nil {
+		t.Fatal(err)
+	}
+	if n := ev.count("underrun"); n != 0 {
+		t.Errorf("%d underrun events, want none", n)
+	}
+	g := ev.wait(t, "tool_silence", nil)
+	if d := g["duration_ms"].(float64); len(offline.Underruns) != 1 || math.Abs(d-pipeline.Millis(offline.Underruns[0].Duration)) > 1e-6 {
+		t.Errorf("live tool silence of %.6f ms; offline %+v", d, offline.Underruns)
+	}
+}
+
 func TestSchedule(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -55,11 +55,11 @@ func TestToolCallIsNotAnUnderrun(t *testing.T) {
 		t.Errorf("%d underrun events, want none", n)
 	}
 	for name, want := range map[string]float64{
-		"underrun_tool_silences_total":       1,
+		"underrun_tool_silences_total":        1,
 		"underrun_tool_silence_seconds_total": 0.92,
-		"underrun_interruptions_total":       0,
-		"underrun_glitches_total":            0,
-		"underrun_good_turns_total":          1,
+		"underrun_interruptions_total":        0,
+		"underrun_glitches_total":             0,
+		"underrun_good_turns_total":           1,
 	} {
 		if got := testCounter(t, s, name); math.Abs(got-want) > 1e-9 {
 			t.Errorf("%s = %v, want %v", name, got, want)
