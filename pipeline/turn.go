@@ -80,6 +80,11 @@ type ToolCall struct {
 	Name     string
 }
 
+// ToolPlaces returns, for each tool call, how many of the turn's chunks
+// had arrived by its start: the chunks before it (a chunk at the very
+// moment it starts comes before it).
+func (t *Turn) ToolPlaces() []int { return toolPlaces(t, nil) }
+
 // End is when the tool call returned.
 func (c ToolCall) End() time.Duration { return c.At + c.Duration }
 

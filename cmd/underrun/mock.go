@@ -37,6 +37,15 @@ max_tokens cuts a turn with finish reason "length". Requests without
 "stream": true get the whole answer when its last chunk would have come.
 GET /v1/models and /health answer too.
 
+A turn with tool calls (a trace's tool records, a scenario's tool_calls)
+streams as a model that calls tools, to a client that declares "tools": the
+text up to the call, then the call (named as the trace names it when the
+client declared that tool, else the client's first; arguments {}) with
+finish reason "tool_calls", at the call's time; the request that carries
+its result (a "tool" message with the call's id) gets the rest of the turn,
+timed from the call's end, as the recorded stream resumed. A client that
+declares no tools gets the whole turn in one answer, the call's pause in it.
+
 With --tts it also serves OpenAI's speech API, POST /v1/audio/speech
 ({"input", "response_format": "pcm" or "wav" (the default here; OpenAI's
 is mp3, which the mock does not make), "stream_format": "sse"}): espeak-ng

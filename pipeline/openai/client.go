@@ -76,10 +76,12 @@ func endpoint(base, path string, whole ...string) (string, error) {
 	return u.String(), nil
 }
 
-// Message is one chat message.
+// Message is one chat message. ToolCallID names, in a "tool" message,
+// the call whose result it carries.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // Prompt is what a request asks: a plain text (a user message for chat,

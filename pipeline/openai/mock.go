@@ -79,6 +79,11 @@ type mockRequest struct {
 		IncludeUsage         bool `json:"include_usage"`
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
 }
 
 func (m *Mock) model(req string) string {
@@ -163,20 +168,47 @@ func appendQuote(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func (m *Mock) pick(r *http.Request) (*pipeline.Turn, error) {
+func (m *Mock) pick(r *http.Request) (int, error) {
 	if len(m.Turns) == 0 {
-		return nil, fmt.Errorf("the mock has no turns to stream")
+		return 0, fmt.Errorf("the mock has no turns to stream")
 	}
 	if id := r.Header.Get(MockTurnHeader); id != "" {
-		for _, t := range m.Turns {
+		for i, t := range m.Turns {
 			if t.ID == id {
-				return t, nil
+				return i, nil
 			}
 		}
-		return nil, fmt.Errorf("no turn %q (header %s)", id, MockTurnHeader)
+		return 0, fmt.Errorf("no turn %q (header %s)", id, MockTurnHeader)
 	}
 	n := m.next.Add(1) - 1
-	return m.Turns[n%uint64(len(m.Turns))], nil
+	return int(n % uint64(len(m.Turns))), nil
+}
+
+// mockCallPrefix begins the ids of the tool calls the mock streams:
+// call_underrun_TURN_K is the K-th tool call (from 1) of turn TURN (its
+// index in Turns), so that the request carrying its result goes on with
+// that turn after it.
+const mockCallPrefix = "call_underrun_"
+
+// continuation returns the turn and the part of it (from 1: after that
+// many tool calls) a chat request asks for when its last message is the
+// result of a tool call the mock streamed; ok is false for a new turn.
+func (m *Mock) continuation(req mockRequest) (turn, part int, ok bool) {
+	n := len(req.Messages)
+	if n == 0 || req.Messages[n-1].Role != "tool" {
+		return 0, 0, false
+	}
+	rest, found := strings.CutPrefix(req.Messages[n-1].ToolCallID, mockCallPrefix)
+	a, b, two := strings.Cut(rest, "_")
+	if !found || !two {
+		return 0, 0, false
+	}
+	turn, err1 := strconv.Atoi(a)
+	part, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || turn < 0 || turn >= len(m.Turns) || part < 1 || part > len(m.Turns[turn].ToolCalls) {
+		return 0, 0, false
+	}
+	return turn, part, true
 }
 
 func (m *Mock) complete(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -203,11 +235,15 @@ func (m *Mock) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, http.StatusBadRequest, `completions request without "prompt"`)
 		return
 	}
-	t, err := m.pick(r)
-	if err != nil {
-		writeError(w, http.StatusNotFound, err.Error())
-		return
+	ti, part, cont := m.continuation(req)
+	if !cont {
+		var err error
+		if ti, err = m.pick(r); err != nil {
+			writeError(w, http.StatusNotFound, err.Error())
+			return
+		}
 	}
+	t := m.Turns[ti]
 	limit := 0
 	for _, p := range []*int{req.MaxTokens, req.MaxCompletion} {
 		if p != nil && *p > 0 {
@@ -218,6 +254,10 @@ func (m *Mock) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		id: strconv.FormatUint(m.serial.Add(1), 10), created: arrived.Unix(), prompt: promptTokens(req)}
 	if req.StreamOptions != nil {
 		s.usage, s.continuous = req.StreamOptions.IncludeUsage, req.StreamOptions.ContinuousUsageStats
+	}
+	s.seg = t.Chunks
+	if chat && req.Stream && len(req.Tools) > 0 && len(t.ToolCalls) > 0 {
+		s.part(ti, part, req)
 	}
 	var sent int
 	if req.Stream {
@@ -261,6 +301,41 @@ type mockStream struct {
 	continuous bool
 	buf        []byte
 	fill       tokens.Filler // words for chunks without text
+	// the part of the turn this answer streams: seg, its chunks (from
+	// the turn's first), their times less shift; a tool call ends it at
+	// tool.At - shift when tool is set (callID, toolName on the wire)
+	seg              []pipeline.Chunk
+	first            int
+	shift            time.Duration
+	tool             *pipeline.ToolCall
+	callID, toolName string
+}
+
+// part makes the answer one part of a turn with tool calls, for a client
+// that declared tools: part 0 streams the chunks up to the first tool call
+// and then the call, and part k (the request carrying the result of call
+// k) the chunks after it, timed from the call's end, up to the next call
+// or the turn's end. The call names the trace's tool when the client
+// declared one of that name, else the client's first.
+func (s *mockStream) part(turn, k int, req mockRequest) {
+	tools := s.turn.ToolPlaces()
+	from, to := 0, len(s.turn.Chunks)
+	if k > 0 {
+		from, s.shift = tools[k-1], s.turn.ToolCalls[k-1].End()
+	}
+	if k < len(tools) {
+		to = tools[k]
+		tc := s.turn.ToolCalls[k]
+		s.tool = &tc
+		s.callID = mockCallPrefix + strconv.Itoa(turn) + "_" + strconv.Itoa(k+1)
+		s.toolName = req.Tools[0].Function.Name
+		for _, t := range req.Tools {
+			if t.Function.Name == tc.Name {
+				s.toolName = tc.Name
+			}
+		}
+	}
+	s.seg, s.first = s.turn.Chunks[from:to], from
 }
 
 // text returns what chunk c says on the wire.
@@ -274,18 +349,37 @@ func (s *mockStream) text(c pipeline.Chunk) string {
 // chunks returns how many of the turn's chunks are sent, and the tokens
 // they carry, within the request's token limit.
 func (s *mockStream) chunks() (n, tokens int, finish string) {
-	finish = "stop"
-	for _, c := range s.turn.Chunks {
+	for _, c := range s.seg {
 		if s.limit > 0 && tokens+c.TokenCount() > s.limit {
 			return n, tokens, "length"
 		}
 		tokens += c.TokenCount()
 		n++
 	}
-	if s.turn.OutputTokens > tokens && n == len(s.turn.Chunks) {
+	switch {
+	case s.tool != nil:
+		return n, tokens, "tool_calls"
+	case s.turn.OutputTokens > tokens && n == len(s.turn.Chunks):
 		tokens = s.turn.OutputTokens
 	}
-	return n, tokens, finish
+	return n, tokens, "stop"
+}
+
+// ends reports whether the answer streams the end of the turn, n of its
+// part's chunks sent: there its recorded status shows.
+func (s *mockStream) ends(n int) bool {
+	return s.tool == nil && s.first+n == len(s.turn.Chunks)
+}
+
+// toolDelta appends the chunk event of the tool call that ends the part,
+// its arguments whole in it.
+func (s *mockStream) toolDelta() {
+	s.head()
+	s.buf = append(s.buf, `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":`...)
+	s.buf = appendQuote(s.buf, s.callID)
+	s.buf = append(s.buf, `,"type":"function","function":{"name":`...)
+	s.buf = appendQuote(s.buf, s.toolName)
+	s.buf = append(s.buf, `,"arguments":"{}"}}]},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 }
 
 // head starts a chunk's JSON object.
@@ -383,8 +477,8 @@ func (s *mockStream) stream(ctx context.Context) (int, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	sent := 0
-	for i, c := range s.turn.Chunks[:n] {
-		if err := pipeline.SleepUntil(ctx, timer, s.start.Add(c.At)); err != nil {
+	for i, c := range s.seg[:n] {
+		if err := pipeline.SleepUntil(ctx, timer, s.start.Add(max(0, c.At-s.shift))); err != nil {
 			return i, err
 		}
 		if i == 0 && s.chat {
@@ -396,11 +490,11 @@ func (s *mockStream) stream(ctx context.Context) (int, error) {
 			return i, err
 		}
 		if s.m.OnSend != nil {
-			s.m.OnSend(s.turn.ID, i, time.Since(s.start))
+			s.m.OnSend(s.turn.ID, s.first+i, time.Since(s.start))
 		}
 	}
 	switch {
-	case s.turn.Status == pipeline.StatusError && n == len(s.turn.Chunks):
+	case s.turn.Status == pipeline.StatusError && s.ends(n):
 		msg := s.turn.Error
 		if msg == "" {
 			msg = "the recorded turn ended in an error"
@@ -408,12 +502,19 @@ func (s *mockStream) stream(ctx context.Context) (int, error) {
 		s.buf = append(s.buf, `data: {"error":{"object":"error","message":`...)
 		s.buf = append(s.buf, quote(msg)...)
 		s.buf = append(s.buf, `,"type":"InternalServerError","param":null,"code":500}}`+"\n\n"...)
-	case (s.turn.Status == pipeline.StatusCancelled || s.turn.Status == pipeline.StatusIncomplete) && n == len(s.turn.Chunks):
+	case (s.turn.Status == pipeline.StatusCancelled || s.turn.Status == pipeline.StatusIncomplete) && s.ends(n):
 		// the recording stopped here: so does the stream, without an end
 		panic(http.ErrAbortHandler)
 	default:
 		if s.chat && n == 0 {
 			s.delta("assistant", "", false, "", 0)
+		}
+		if finish == "tool_calls" {
+			// the stream stops for the tool call at its recorded time
+			if err := pipeline.SleepUntil(ctx, timer, s.start.Add(max(0, s.tool.At-s.shift))); err != nil {
+				return n, err
+			}
+			s.toolDelta()
 		}
 		s.delta("", "", false, finish, tokens)
 		if s.usage {
