@@ -168,6 +168,7 @@ type guardTurn struct {
 	drainAt   time.Duration
 	warned    bool
 	toolOpen  bool // the last tool call has not returned (ToolCall, ToolReturned)
+	toolFrom  int  // the first chunk after the last tool call
 }
 
 // inTool reports whether the turn's stream stopped for a tool call and
@@ -179,6 +180,28 @@ func (t *guardTurn) inTool() bool {
 	}
 	k := len(t.rec.Chunks)
 	return k == 0 || t.rec.Chunks[k-1].At <= t.rec.ToolCalls[n-1].At
+}
+
+// toolQuiet reports whether a silence ahead at now is the last tool
+// call's (t.mu held): the stream stopped for it, and the player has not
+// yet played speech of the chunks after it. A stall warning then would
+// only announce the tool's silence (offline, the stall tolerance at the
+// first chunk after a tool call is unbounded).
+func (t *guardTurn) toolQuiet(now time.Duration) bool {
+	n := len(t.rec.ToolCalls)
+	if n == 0 {
+		return false
+	}
+	if t.inTool() {
+		return true
+	}
+	after := t.toolFrom
+	for i := t.p.scheduled - 1; i >= 0 && t.p.Chunks[i].Last >= after; i-- {
+		if c := &t.p.Chunks[i]; c.First >= after && c.PlayStart <= now {
+			return false
+		}
+	}
+	return true
 }
 
 // toolReturned ends the open tool call at at (t.mu held).
@@ -349,7 +372,7 @@ func (g *Guard) ToolCall(turnID string, tc ToolCall) error {
 		return err
 	}
 	t.rec.ToolCalls = append(t.rec.ToolCalls, tc)
-	t.toolOpen = true
+	t.toolOpen, t.toolFrom = true, len(t.rec.Chunks)
 	t.warned = false
 	g.process(t, now)
 	g.arm(t, now)
@@ -505,7 +528,7 @@ func (g *Guard) process(t *guardTurn, now time.Duration) {
 				LastToken: last, Speech: c, Text: p.Text(c), Textless: p.Textless(c), Gaps: gaps, Index: t.spoken})
 		}
 	}
-	if g.opts.WarnTolerance > 0 && !t.ended && !t.inTool() {
+	if g.opts.WarnTolerance > 0 && !t.ended && !t.toolQuiet(now) {
 		if tol, ok := g.tolerance(t, now); ok {
 			switch {
 			case tol > g.opts.WarnTolerance:
@@ -575,7 +598,7 @@ func (g *Guard) arm(t *guardTurn, now time.Duration) {
 	}
 	if d, ok := t.p.DrainsAt(); ok && !t.drainOpen {
 		next = min(next, d)
-		if g.opts.WarnTolerance > 0 && !t.warned && !t.inTool() {
+		if g.opts.WarnTolerance > 0 && !t.warned && !t.toolQuiet(now) {
 			next = min(next, d-t.p.NextLatency()-g.opts.WarnTolerance)
 		}
 	}

@@ -406,6 +406,48 @@ func TestGuardToolCall(t *testing.T) {
 	}
 }
 
+// TestGuardWarnsAgainAfterTheTool: once speech from after a tool call
+// plays, a stall warns again, as it would in a turn without one.
+func TestGuardWarnsAgainAfterTheTool(t *testing.T) {
+	t.Parallel()
+	cfg := tokenConfig(t, 100*gms)
+	g, clock, c := manualGuard(t, cfg, 30*gms)
+	if err := g.Begin("t", "s"); err != nil {
+		t.Fatal(err)
+	}
+	step := func(at time.Duration, f func() error) {
+		t.Helper()
+		clock.Set(epoch.Add(at))
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunk := func() error { return g.Chunk("t", pipeline.Chunk{Textless: true}) }
+	step(100*gms, chunk)
+	step(105*gms, func() error { return g.ToolCall("t", pipeline.ToolCall{Name: "x"}) })
+	step(700*gms, chunk) // plays 700-800: the stream stalls after it
+	step(1000*gms, chunk)
+	step(1000*gms, func() error { return g.End("t", pipeline.StatusOK) })
+	want := []string{
+		"speech at=100ms now=100ms",
+		"underrun_started at=200ms now=200ms",
+		"speech at=700ms now=700ms",
+		"underrun at=700ms now=700ms",
+		"stall_warning at=770ms now=770ms",
+		"underrun_started at=800ms now=800ms",
+		"speech at=1s now=1s",
+		"underrun at=1s now=1s",
+		"turn at=1s now=1s",
+	}
+	if got := c.timeline(); !slices.Equal(got, want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
+	us := c.turns["t"]
+	if len(us) != 2 || us[0].Cause != pipeline.CauseTool || us[1].Cause == pipeline.CauseTool {
+		t.Errorf("underruns %+v: want the tool's silence, then an underrun", us)
+	}
+}
+
 func TestGuardWarnsOnArrival(t *testing.T) {
 	t.Parallel()
 	// the second chunk arrives with less than the threshold in hand

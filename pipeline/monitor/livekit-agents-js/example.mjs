@@ -4,7 +4,12 @@
 // player, everything reported to `underrun monitor`.
 //
 //   node example.mjs --llm http://127.0.0.1:8000/v1 --tts http://127.0.0.1:8000/v1 \
-//     --monitor ws://127.0.0.1:8765 [--session NAME] [--turns N] [--out heard.json]
+//     --monitor ws://127.0.0.1:8765 [--session NAME] [--turns N] [--out heard.json] \
+//     [--tool NAME [--tool-ms MS]]
+//
+// --tool gives the agent a function tool of that name, which runs for
+// --tool-ms (default 500): a mock turn with a tool call calls it, and the
+// adapter reports the call, its result and the silence between.
 //
 // --out writes, per turn, what the adapter's player heard. With --releases
 // FILE it records instead what LiveKit's sentence tokenizer hands to the TTS
@@ -13,7 +18,7 @@
 // at a time, each once the one before it has gone as far as it goes).
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { initializeLogger, voice } from '@livekit/agents';
+import { initializeLogger, llm as lkllm, voice } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import { Monitor } from './index.js';
 
@@ -26,6 +31,8 @@ const { values: args } = parseArgs({
     turns: { type: 'string', default: '1' },
     out: { type: 'string' },
     releases: { type: 'string' },
+    tool: { type: 'string' },
+    'tool-ms': { type: 'string', default: '500' },
   },
 });
 initializeLogger({ pretty: false, level: 'error' });
@@ -97,7 +104,18 @@ const session = new voice.AgentSession({
 });
 monitor.attach(session);
 session.output.audio = monitor.player({ sampleRate: tts.sampleRate });
-await session.start({ agent: new voice.Agent({ instructions: 'You are a helpful voice assistant.' }) });
+const tools = {};
+if (args.tool) {
+  tools[args.tool] = lkllm.tool({
+    description: 'Looks something up for the answer.',
+    parameters: { type: 'object', properties: {} },
+    execute: async () => {
+      await new Promise((resolve) => setTimeout(resolve, Number(args['tool-ms'])));
+      return 'done';
+    },
+  });
+}
+await session.start({ agent: new voice.Agent({ instructions: 'You are a helpful voice assistant.', tools }) });
 for (let i = 0; i < turns; i++) {
   await session.generateReply({ userInput: 'Where is the room?' }).waitForPlayout();
 }

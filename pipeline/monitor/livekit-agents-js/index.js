@@ -3,7 +3,10 @@
 // "Protocol"; cmd/underrun/docs "Plug into LiveKit"): every LLM text chunk as
 // it arrives, every text the StreamAdapter's sentence tokenizer hands to the
 // TTS, every audio frame as it reaches the player, and what a paced player
-// heard of each turn. Turns are named by LiveKit's speech ids.
+// heard of each turn. Turns are named by LiveKit's speech ids. A tool call
+// the LLM makes is a tool_call (when its call arrives) and a tool_result
+// (when LiveKit has run the tools): the reply's LLM stream goes on as the
+// same turn, and the player hears the silence between as a gap in it.
 import { performance } from 'node:perf_hooks';
 import { voice } from '@livekit/agents';
 import WebSocket from 'ws';
@@ -17,6 +20,7 @@ export class Monitor {
   #open = false;
   #turns = new Map(); // speech id -> Turn
   #current = null; // the turn whose LLM stream started last
+  #toolTurn = null; // the turn whose LLM stream stopped for a tool call, waiting for the reply
   #speechId = null; // the speech LiveKit created last (speech_created)
   #frames = new WeakMap(); // AudioFrame -> [turn, speech index]
   #counter = 0;
@@ -83,6 +87,15 @@ export class Monitor {
     session.on(voice.AgentSessionEventTypes.SpeechCreated, (ev) => {
       this.#speechId = ev.speechHandle.id;
     });
+    // LiveKit has run the tools the LLM called (and played what was said
+    // before them): the reply's LLM call comes next
+    session.on(voice.AgentSessionEventTypes.FunctionToolsExecuted, () => {
+      const turn = this.#toolTurn;
+      if (turn && !turn.toolReturned) {
+        turn.toolReturned = true;
+        this.#send({ type: 'tool_result', turn: turn.id, t_ms: turn.ms() });
+      }
+    });
     return this;
   }
 
@@ -91,17 +104,18 @@ export class Monitor {
     const chat = llm.chat.bind(llm);
     llm.chat = (opts) => {
       const stream = chat(opts);
-      const turn = this.#beginTurn();
+      const turn = this.#beginTurn(opts);
       const next = stream.next.bind(stream);
       stream.next = async () => {
         const r = await next();
-        if (r.done) this.#endTurn(turn, 'ok');
+        if (r.done && turn.toolCall) this.#toolTurn = turn; // the turn goes on in the reply's stream
+        else if (r.done) this.#endTurn(turn, 'ok');
         else this.#chunk(turn, r.value);
         return r;
       };
       const close = stream.close.bind(stream);
       stream.close = () => {
-        this.#endTurn(turn, 'cancelled');
+        if (this.#toolTurn !== turn) this.#endTurn(turn, 'cancelled');
         return close();
       };
       return stream;
@@ -151,7 +165,23 @@ export class Monitor {
     return new PacedAudioOutput(this, opts.sampleRate ?? 24000, opts.next, opts.period ?? 5);
   }
 
-  #beginTurn() {
+  #beginTurn(opts) {
+    const waiting = this.#toolTurn;
+    if (waiting) {
+      this.#toolTurn = null;
+      // the reply to a tool call carries the tool's output last: the LLM
+      // stream of the same turn resumes, as underrun models a tool call
+      if (opts?.chatCtx?.items?.at(-1)?.type === 'function_call_output') {
+        if (!waiting.toolReturned) this.#send({ type: 'tool_result', turn: waiting.id, t_ms: waiting.ms() });
+        waiting.toolCall = null;
+        waiting.toolReturned = false;
+        this.#speechId = null;
+        this.#current = waiting;
+        return waiting;
+      }
+      this.#endTurn(waiting, 'ok'); // no reply to the tool came
+      if (waiting.held) this._playout(waiting, waiting.held);
+    }
     let id = this.#speechId ?? `turn-${++this.#counter}`;
     this.#speechId = null;
     if (this.#turns.has(id)) id = `${id}#${++this.#counter}`; // a second LLM call of one speech (tool steps)
@@ -164,6 +194,12 @@ export class Monitor {
 
   #chunk(turn, chunk) {
     if (turn.ended) return;
+    const call = chunk?.delta?.toolCalls?.[0];
+    if (call && !turn.toolCall) {
+      // the LLM's reply stops for a tool call here
+      turn.toolCall = call.name;
+      this.#send({ type: 'tool_call', turn: turn.id, name: call.name, t_ms: turn.ms() });
+    }
     const text = chunk?.delta?.content;
     if (chunk?.usage?.completionTokens) turn.outputTokens = chunk.usage.completionTokens;
     if (!text) return;
@@ -283,8 +319,13 @@ export class PacedAudioOutput extends voice.AudioOutput {
           this.onPlaybackFinished({ playbackPosition: 0, interrupted: false });
           continue;
         }
-        // the first audio plays as it arrives
-        this.#seg = { turn: head.turn, cursor: head.at, startMs: head.at - (head.turn?.begin ?? head.at), gaps: [], gap: null, played: 0 };
+        // the first audio plays as it arrives; the reply after a tool call
+        // goes on with its turn, the silence since a gap heard in it
+        const held = head.turn?.held;
+        if (held) head.turn.held = null;
+        this.#seg = held
+          ? { turn: head.turn, cursor: held.cursor, startMs: held.startMs, gaps: held.gaps, gap: null, played: 0 }
+          : { turn: head.turn, cursor: head.at, startMs: head.at - (head.turn?.begin ?? head.at), gaps: [], gap: null, played: 0 };
         this.onPlaybackStarted(Date.now());
       }
       const seg = this.#seg;
@@ -293,7 +334,11 @@ export class PacedAudioOutput extends voice.AudioOutput {
         // the speech is over: silence waited for no audio, no underrun
         this.#queue.shift();
         this.#seg = null;
-        if (seg.turn) this.#monitor._playout(seg.turn, { startMs: seg.startMs, gaps: seg.gaps });
+        if (seg.turn && !seg.turn.ended) {
+          // its LLM stream stopped for a tool call: the turn's speech goes
+          // on in the reply, heard after the silence
+          seg.turn.held = { startMs: seg.startMs, gaps: seg.gaps, cursor: seg.cursor };
+        } else if (seg.turn) this.#monitor._playout(seg.turn, { startMs: seg.startMs, gaps: seg.gaps });
         this.onPlaybackFinished({ playbackPosition: seg.played / 1000, interrupted: false });
         continue;
       }
