@@ -22,6 +22,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
@@ -56,15 +57,82 @@ type heardEvent struct {
 	Agrees         *bool
 	SpeechChunks   int `json:"speech_chunks"`
 	MeasuredChunks int `json:"measured_chunks"`
-	// an underrun event's fields
+	// an underrun, tool_call, tool_silence or stall_warning event's fields
 	AtMs       float64 `json:"at_ms"`
 	DurationMs float64 `json:"duration_ms"`
+	Name       string
+	Cause      string
 }
 
 type gapJSON struct {
 	AtMs       float64 `json:"at_ms"`
 	DurationMs float64 `json:"duration_ms"`
 	Cause      string
+}
+
+// playerTurn is what the adapter's paced player heard of a turn.
+type playerTurn struct {
+	Turn    string
+	StartMs float64
+	Gaps    []struct{ StartMs, DurationMs float64 }
+}
+
+// liveKitSession runs example.mjs, the real LiveKit pipeline (its args
+// added), against a mock of turns with espeak-ng speaking, reporting to
+// a monitor process (its args added), and returns what the adapter's
+// player heard of each turn and the monitor's events up to the heard
+// event of each of the n turns.
+func liveKitSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
+	t.Helper()
+	e := streamtest.Espeak(t, 320)
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	mon := startMonitorProcess(t, append([]string{"--events", ""}, monitorArgs...)...)
+	events, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "heard.json")
+	node := exec.Command("node", append([]string{"example.mjs", "--llm", srv.URL + "/v1", "--tts", srv.URL + "/v1",
+		"--monitor", mon.url, "--session", "lk", "--out", out}, args...)...)
+	node.Dir = livekitDir
+	if b, err := node.CombinedOutput(); err != nil {
+		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
+	} else {
+		t.Logf("the LiveKit pipeline:\n%s", b)
+	}
+	var player []playerTurn
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &player); err != nil {
+		t.Fatal(err)
+	}
+	if len(player) != n {
+		t.Fatalf("the adapter's player heard %d turns, want %d", len(player), n)
+	}
+	var evs []heardEvent
+	events.SetReadDeadline(time.Now().Add(time.Minute))
+	for heard := 0; heard < n; {
+		_, b, err := events.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for the heard events (%d of %d came): %v", heard, n, err)
+		}
+		var ev heardEvent
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "heard" {
+			heard++
+		}
+		evs = append(evs, ev)
+	}
+	return player, evs
 }
 
 // TestLiveKitAgentsThroughMonitor runs a real @livekit/agents pipeline
@@ -77,61 +145,15 @@ type gapJSON struct {
 func TestLiveKitAgentsThroughMonitor(t *testing.T) {
 	t.Parallel()
 	needLiveKit(t)
-	e := streamtest.Espeak(t, 320)
 	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
-	defer srv.Close()
-	mon := startMonitorProcess(t, "--events", "", "--stack", "livekit-openai")
-	events, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/events", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
-	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
-		t.Fatal(err)
-	}
 	const n = 2
-	out := filepath.Join(t.TempDir(), "heard.json")
-	node := exec.Command("node", "example.mjs", "--llm", srv.URL+"/v1", "--tts", srv.URL+"/v1",
-		"--monitor", mon.url, "--session", "lk", "--turns", "2", "--out", out)
-	node.Dir = livekitDir
-	if b, err := node.CombinedOutput(); err != nil {
-		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
-	} else {
-		t.Logf("the LiveKit pipeline:\n%s", b)
-	}
-	var player []struct {
-		Turn    string
-		StartMs float64
-		Gaps    []struct{ StartMs, DurationMs float64 }
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &player); err != nil {
-		t.Fatal(err)
-	}
-	if len(player) != n {
-		t.Fatalf("the adapter's player heard %d turns, want %d", len(player), n)
-	}
-
-	// the monitor's events until both heard events came
+	player, evs := liveKitSession(t, turns, n, []string{"--turns", "2"}, "--stack", "livekit-openai")
 	heard := map[string]heardEvent{}
 	live := map[string][]heardEvent{}
-	events.SetReadDeadline(time.Now().Add(time.Minute))
-	for len(heard) < n {
-		_, b, err := events.ReadMessage()
-		if err != nil {
-			t.Fatalf("waiting for the heard events (%d of %d came): %v", len(heard), n, err)
-		}
-		var ev heardEvent
-		if err := json.Unmarshal(b, &ev); err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range evs {
 		switch ev.Type {
 		case "heard":
 			heard[ev.Turn] = ev
@@ -144,45 +166,127 @@ func TestLiveKitAgentsThroughMonitor(t *testing.T) {
 		if !ok {
 			t.Fatalf("no heard event for turn %s (LiveKit's speech id); got %v", p.Turn, heard)
 		}
-		if !strings.HasPrefix(p.Turn, "speech_") {
-			t.Errorf("turn %q is not named by LiveKit's speech id", p.Turn)
-		}
-		if ev.Player == nil || ev.Agrees == nil || ev.TTFAMs == nil {
-			t.Fatalf("turn %s: heard event without the player's report, the comparison or the start: %+v", p.Turn, ev)
-		}
+		checkHeard(t, p, ev)
 		if len(ev.Heard) < 1 {
 			// the first stall comes while the tokenizer holds the first
 			// sentence (under 20 characters): before the first audio
 			t.Errorf("turn %s: no gap heard, want one at the second stall at least", p.Turn)
 		}
-		// the monitor, from the frames, against the adapter's paced player
-		if len(ev.Heard) != len(p.Gaps) {
-			t.Errorf("turn %s: the monitor heard %d gaps, the adapter's player %d", p.Turn, len(ev.Heard), len(p.Gaps))
-		}
-		if d := *ev.TTFAMs - p.StartMs; math.Abs(d) > 20 {
-			t.Errorf("turn %s: first audio at %.1f ms for the monitor, %.1f ms for the player", p.Turn, *ev.TTFAMs, p.StartMs)
-		}
-		for i := range min(len(ev.Heard), len(p.Gaps)) {
-			h, g := ev.Heard[i], p.Gaps[i]
-			if math.Abs(h.AtMs-g.StartMs) > 20 || math.Abs(h.DurationMs-g.DurationMs) > 20 {
-				t.Errorf("turn %s gap %d: the monitor heard %.1f ms at %.1f ms, the player %.1f ms at %.1f ms",
-					p.Turn, i, h.DurationMs, h.AtMs, g.DurationMs, g.StartMs)
-			}
-		}
-		// the engine, given the measured timings, against what was heard
-		if ev.MeasuredChunks != ev.SpeechChunks || !*ev.Agrees || len(ev.Predicted) != len(ev.Heard) {
-			t.Errorf("turn %s: %d of %d speech chunks measured, agrees %v: heard %+v, predicted %+v",
-				p.Turn, ev.MeasuredChunks, ev.SpeechChunks, *ev.Agrees, ev.Heard, ev.Predicted)
-		}
-		for i := range min(len(ev.Heard), len(ev.Predicted)) {
-			h, m := ev.Heard[i], ev.Predicted[i]
-			t.Logf("turn %s gap %d: heard %.1f ms at %.1f ms (player %.1f ms at %.1f ms), predicted with the measured timings %.1f ms at %.1f ms (%s)",
-				p.Turn, i, h.DurationMs, h.AtMs, p.Gaps[min(i, len(p.Gaps)-1)].DurationMs, p.Gaps[min(i, len(p.Gaps)-1)].StartMs, m.DurationMs, m.AtMs, m.Cause)
-		}
 		// the live guard, with the published timings of --stack livekit-openai
 		for _, u := range live[p.Turn] {
 			t.Logf("turn %s: the live guard (--stack livekit-openai) predicted %.1f ms at %.1f ms", p.Turn, u.DurationMs, u.AtMs)
 		}
+	}
+}
+
+// TestLiveKitToolCallThroughMonitor: the real LiveKit pipeline with a
+// function tool, against a mock turn that calls it (the tool-call trace:
+// "Sure, let me check.", get_weather, "It is sunny."). LiveKit speaks the
+// text before the call, runs the tool (2 s), and asks the LLM again with
+// its result; the adapter reports one turn: the call, its result, and the
+// reply's chunks. The player hears the tool's silence as a gap in the
+// turn, the monitor hears the same from the frames, the engine predicts
+// it as the tool call's (not an underrun), no stall is warned of while
+// the tool runs, and the recording keeps the call with the time it ran.
+func TestLiveKitToolCallThroughMonitor(t *testing.T) {
+	t.Parallel()
+	needLiveKit(t)
+	f, err := os.Open("../../pipeline/trace/testdata/native/tool-call.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	turn, err := trace.NewNativeReader(f, "tool-call.jsonl").Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	player, evs := liveKitSession(t, []*pipeline.Turn{turn}, 1, []string{"--turns", "1", "--tool", "get_weather", "--tool-ms", "2000"},
+		"--stack", "livekit-openai", "--record", rec, "--warn-tolerance", "150ms")
+	p := player[0]
+	var heard, call heardEvent
+	for _, ev := range evs {
+		switch ev.Type {
+		case "heard":
+			heard = ev
+		case "tool_call":
+			call = ev
+		case "underrun":
+			if ev.AtMs > call.AtMs && call.Name != "" && ev.AtMs < call.AtMs+2000 {
+				t.Errorf("an underrun at %.1f ms, while the tool ran", ev.AtMs)
+			}
+		case "stall_warning":
+			if call.Name != "" && ev.AtMs > call.AtMs {
+				t.Errorf("a stall warning at %.1f ms, after the tool call at %.1f ms", ev.AtMs, call.AtMs)
+			}
+		}
+	}
+	if call.Name != "get_weather" || call.Turn != p.Turn {
+		t.Fatalf("tool_call event %+v, want get_weather in turn %s", call, p.Turn)
+	}
+	checkHeard(t, p, heard)
+	// the tool's silence: the longest gap, after the call, as long as the
+	// tool ran less the speech before it still playing
+	var gap gapJSON
+	for _, g := range heard.Predicted {
+		if g.DurationMs > gap.DurationMs {
+			gap = g
+		}
+	}
+	if gap.Cause != string(pipeline.CauseTool) || gap.DurationMs < 300 || gap.AtMs < call.AtMs {
+		t.Errorf("the longest predicted gap %+v: want the tool call's, after it (%.1f ms), of 300 ms or more", gap, call.AtMs)
+	}
+	var recorded *pipeline.Turn
+	for deadline := time.Now().Add(10 * time.Second); recorded == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(rec); err == nil && strings.Contains(string(b), `"type":"end"`) {
+			if recorded, err = trace.NewNativeReader(strings.NewReader(string(b)), rec).Next(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if recorded == nil || len(recorded.ToolCalls) != 1 || recorded.ToolCalls[0].Name != "get_weather" || recorded.ToolCalls[0].Duration < 1900*time.Millisecond {
+		t.Fatalf("recorded turn %+v: want one get_weather call of the tool's 2 s or more", recorded)
+	}
+	if n := len(recorded.Chunks); n != len(turn.Chunks) || recorded.Text() != turn.Text() {
+		t.Errorf("recorded %d chunks %q, want the trace's %d %q: one turn across the call", n, recorded.Text(), len(turn.Chunks), turn.Text())
+	}
+}
+
+// checkHeard checks a turn's heard event against what the adapter's
+// player heard: named by LiveKit's speech id, the same first audio and
+// gaps within 20 ms, and the engine, given the measured timings,
+// predicting the gaps heard.
+func checkHeard(t *testing.T, p playerTurn, ev heardEvent) {
+	t.Helper()
+	if !strings.HasPrefix(p.Turn, "speech_") {
+		t.Errorf("turn %q is not named by LiveKit's speech id", p.Turn)
+	}
+	if ev.Player == nil || ev.Agrees == nil || ev.TTFAMs == nil {
+		t.Fatalf("turn %s: heard event without the player's report, the comparison or the start: %+v", p.Turn, ev)
+	}
+	// the monitor, from the frames, against the adapter's paced player
+	if len(ev.Heard) != len(p.Gaps) {
+		t.Errorf("turn %s: the monitor heard %d gaps, the adapter's player %d", p.Turn, len(ev.Heard), len(p.Gaps))
+	}
+	if d := *ev.TTFAMs - p.StartMs; math.Abs(d) > 20 {
+		t.Errorf("turn %s: first audio at %.1f ms for the monitor, %.1f ms for the player", p.Turn, *ev.TTFAMs, p.StartMs)
+	}
+	for i := range min(len(ev.Heard), len(p.Gaps)) {
+		h, g := ev.Heard[i], p.Gaps[i]
+		if math.Abs(h.AtMs-g.StartMs) > 20 || math.Abs(h.DurationMs-g.DurationMs) > 20 {
+			t.Errorf("turn %s gap %d: the monitor heard %.1f ms at %.1f ms, the player %.1f ms at %.1f ms",
+				p.Turn, i, h.DurationMs, h.AtMs, g.DurationMs, g.StartMs)
+		}
+	}
+	// the engine, given the measured timings, against what was heard
+	if ev.MeasuredChunks != ev.SpeechChunks || !*ev.Agrees || len(ev.Predicted) != len(ev.Heard) {
+		t.Errorf("turn %s: %d of %d speech chunks measured, agrees %v: heard %+v, predicted %+v",
+			p.Turn, ev.MeasuredChunks, ev.SpeechChunks, *ev.Agrees, ev.Heard, ev.Predicted)
+	}
+	for i := range min(len(ev.Heard), len(ev.Predicted)) {
+		h, m := ev.Heard[i], ev.Predicted[i]
+		t.Logf("turn %s gap %d: heard %.1f ms at %.1f ms (player %.1f ms at %.1f ms), predicted with the measured timings %.1f ms at %.1f ms (%s)",
+			p.Turn, i, h.DurationMs, h.AtMs, p.Gaps[min(i, len(p.Gaps)-1)].DurationMs, p.Gaps[min(i, len(p.Gaps)-1)].StartMs, m.DurationMs, m.AtMs, m.Cause)
 	}
 }
 
