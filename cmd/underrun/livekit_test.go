@@ -250,6 +250,9 @@ func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 	if n := len(recorded.Chunks); n != len(turn.Chunks) || recorded.Text() != turn.Text() {
 		t.Errorf("recorded %d chunks %q, want the trace's %d %q: one turn across the call", n, recorded.Text(), len(turn.Chunks), turn.Text())
 	}
+	if recorded.OutputTokens != turn.Tokens() {
+		t.Errorf("recorded output tokens %d, want the usage of both streams, %d", recorded.OutputTokens, turn.Tokens())
+	}
 }
 
 // checkHeard checks a turn's heard event against what the adapter's

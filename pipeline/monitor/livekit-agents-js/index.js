@@ -108,6 +108,10 @@ export class Monitor {
       const next = stream.next.bind(stream);
       stream.next = async () => {
         const r = await next();
+        if (r.done) {
+          turn.outputTokens += turn.streamTokens;
+          turn.streamTokens = 0;
+        }
         if (r.done && turn.toolCall) this.#toolTurn = turn; // the turn goes on in the reply's stream
         else if (r.done) this.#endTurn(turn, 'ok');
         else this.#chunk(turn, r.value);
@@ -201,7 +205,7 @@ export class Monitor {
       this.#send({ type: 'tool_call', turn: turn.id, name: call.name, t_ms: turn.ms() });
     }
     const text = chunk?.delta?.content;
-    if (chunk?.usage?.completionTokens) turn.outputTokens = chunk.usage.completionTokens;
+    if (chunk?.usage?.completionTokens) turn.streamTokens = chunk.usage.completionTokens; // this stream's; a turn across a tool call has two
     if (!text) return;
     turn.chunks++;
     this.#send({ type: 'chunk', turn: turn.id, text, tokens: 1, t_ms: turn.ms() });
@@ -246,6 +250,8 @@ class Turn {
     this.id = id;
     this.begin = performance.now();
     this.chunks = 0;
+    this.outputTokens = 0; // the usage of its streams ended so far
+    this.streamTokens = 0; // the usage of the stream now running
     this.speech = 0;
     this.ended = false;
   }
