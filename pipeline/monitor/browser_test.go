@@ -78,6 +78,40 @@ func TestLivePageInBrowser(t *testing.T) {
 	}
 }
 
+// TestLivePageToolCall: the page's event log shows a tool call, and the
+// silence it causes as the tool's, not as an underrun.
+func TestLivePageToolCall(t *testing.T) {
+	bin := chromium(t) // not parallel, as TestLivePageInBrowser
+	_, ts := startServer(t, Options{Config: tokenConfig(100*time.Millisecond, 0), SnapshotInterval: 50 * time.Millisecond})
+	ev := subscribe(t, ts)
+	c := ingest(t, ts, "tool-test")
+	sendT(t, c, `{"type":"turn_start","turn":"t1"}`)
+	sendT(t, c, `{"type":"chunk","turn":"t1","text":"Checking","t_ms":0}`)
+	sendT(t, c, `{"type":"tool_call","turn":"t1","name":"get_weather","t_ms":1}`)
+	time.Sleep(300 * time.Millisecond)
+	sendT(t, c, `{"type":"tool_result","turn":"t1","t_ms":290}`)
+	sendT(t, c, `{"type":"chunk","turn":"t1","text":" sunny","t_ms":300}`)
+	sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
+	ev.wait(t, "turn", nil)
+	dom := loadPage(t, bin, ts.URL+"/?session=tool-test")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`<li data-kind="tool_call"[^>]*>[^<]*tool-test/t1 tool_call get_weather at 1 ms</li>`),
+		regexp.MustCompile(`<li data-kind="underrun_started"[^>]*>[^<]*after token 0 \(a tool call is running\)</li>`),
+		regexp.MustCompile(`<li data-kind="tool_silence"[^>]*>[^<]*tool_silence \d+ ms while a tool ran \(no underrun\)</li>`),
+		regexp.MustCompile(`<li data-kind="turn"[^>]*>[^<]*ok, 0 interruptions, 0 glitches, 1 tool-call silences \(\d+ ms\)</li>`),
+	} {
+		if !want.MatchString(dom) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if strings.Contains(dom, `data-kind="underrun"`) {
+		t.Errorf("the page lists an underrun")
+	}
+	if t.Failed() {
+		logPage(t, dom)
+	}
+}
+
 // loadPage loads url in headless Chromium and returns the page's DOM once
 // the page is live: its websocket open and four messages taken (the hello,
 // the history and snapshots), so that what it shows is the server's state

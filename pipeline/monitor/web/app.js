@@ -195,9 +195,12 @@
     const at = new Date(m.unix_ns / 1e6).toISOString().substring(11, 23);
     let text = at + ' ' + m.session + (m.turn ? '/' + m.turn : '') + ' ' + m.type;
     if (m.type === 'underrun') text += ' ' + m.class + ' ' + m.duration_ms.toFixed(0) + ' ms (' + m.cause + ', ' + m.position + ', token ' + m.token + ' late)';
-    if (m.type === 'underrun_started') text += ' at ' + m.at_ms.toFixed(0) + ' ms, after token ' + m.last_token;
+    if (m.type === 'underrun_started') text += ' at ' + m.at_ms.toFixed(0) + ' ms, after token ' + m.last_token + (m.cause === 'tool_call' ? ' (a tool call is running)' : '');
+    if (m.type === 'tool_call') text += ' ' + (m.name || '') + ' at ' + m.at_ms.toFixed(0) + ' ms';
+    if (m.type === 'tool_silence') text += ' ' + m.duration_ms.toFixed(0) + ' ms while a tool ran (no underrun)';
     if (m.type === 'stall_warning') text += ' tolerance ' + (m.tolerance_ms || 0).toFixed(0) + ' ms';
-    if (m.type === 'turn') text += ' ' + m.status + ', ' + (m.interruptions || 0) + ' interruptions, ' + (m.glitches || 0) + ' glitches';
+    if (m.type === 'turn') text += ' ' + m.status + ', ' + (m.interruptions || 0) + ' interruptions, ' + (m.glitches || 0) + ' glitches' +
+      (m.tool_silences ? ', ' + m.tool_silences + ' tool-call silences (' + m.tool_silence_ms.toFixed(0) + ' ms)' : '');
     li.textContent = text;
     return li;
   }
