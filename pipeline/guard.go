@@ -298,6 +298,21 @@ func (g *Guard) lookup(turnID string) (*guardTurn, error) {
 	return t, nil
 }
 
+// streaming returns the open turn turnID locked, or why it cannot take
+// more: unknown, or ended.
+func (g *Guard) streaming(turnID string) (*guardTurn, error) {
+	t, err := g.lookup(turnID)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
+	}
+	return t, nil
+}
+
 // Chunk feeds the next chunk of a turn, as it arrives. Its time is the
 // Guard's clock since Begin, unless c.At is set (positive): replays pass
 // the recorded time, so that their underruns are exactly the offline ones.
@@ -308,15 +323,11 @@ func (g *Guard) Chunk(turnID string, c Chunk) error {
 // chunk feeds a chunk (Chunk); step, when not nil, gets the turn's
 // backlog before and after it, at the time it was taken.
 func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
-	t, err := g.lookup(turnID)
+	t, err := g.streaming(turnID)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended {
-		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
-	}
 	clock := g.clock.Now()
 	now := clock.Sub(t.begin)
 	if c.At <= 0 {
@@ -353,15 +364,11 @@ func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
 // from then until the next chunk. ToolReturned, or the next chunk, ends
 // the call.
 func (g *Guard) ToolCall(turnID string, tc ToolCall) error {
-	t, err := g.lookup(turnID)
+	t, err := g.streaming(turnID)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended {
-		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
-	}
 	now := g.clock.Now().Sub(t.begin)
 	if tc.At <= 0 {
 		tc.At = now
@@ -383,15 +390,11 @@ func (g *Guard) ToolCall(turnID string, tc ToolCall) error {
 // at when it is positive). Without it the next chunk's arrival ends the
 // call.
 func (g *Guard) ToolReturned(turnID string, at time.Duration) error {
-	t, err := g.lookup(turnID)
+	t, err := g.streaming(turnID)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended {
-		return fmt.Errorf("%w: %q has ended", ErrUnknownTurn, turnID)
-	}
 	if !t.toolOpen {
 		return fmt.Errorf("%w: %q has no tool call running", ErrOrder, turnID)
 	}

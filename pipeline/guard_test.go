@@ -314,23 +314,26 @@ func tokenConfig(t testing.TB, d time.Duration) pipeline.Config {
 	return cfg
 }
 
+// drainTimeline is the events of TestGuardDrainAndStallWarning's turn
+// with no stall warning: three tokens, a drain, two more.
+var drainTimeline = []string{
+	"speech at=100ms now=100ms",
+	"speech at=150ms now=150ms",
+	"speech at=200ms now=200ms",
+	"underrun_started at=400ms now=400ms",
+	"speech at=700ms now=700ms",
+	"underrun at=700ms now=700ms",
+	"speech at=750ms now=750ms",
+	"turn at=750ms now=750ms",
+}
+
 func TestGuardDrainAndStallWarning(t *testing.T) {
 	t.Parallel()
 	cfg := tokenConfig(t, 100*gms)
 	turn := textlessTurn("t", 100*gms, 150*gms, 200*gms, 700*gms, 750*gms)
 	c := liveRun(t, cfg, turn, 30*gms)
 	got := c.timeline()
-	want := []string{
-		"speech at=100ms now=100ms",
-		"speech at=150ms now=150ms",
-		"speech at=200ms now=200ms",
-		"stall_warning at=370ms now=370ms",
-		"underrun_started at=400ms now=400ms",
-		"speech at=700ms now=700ms",
-		"underrun at=700ms now=700ms",
-		"speech at=750ms now=750ms",
-		"turn at=750ms now=750ms",
-	}
+	want := slices.Insert(slices.Clone(drainTimeline), 3, "stall_warning at=370ms now=370ms")
 	if !slices.Equal(got, want) {
 		t.Fatalf("events:\n got %q\nwant %q", got, want)
 	}
@@ -344,14 +347,12 @@ func TestGuardDrainAndStallWarning(t *testing.T) {
 	}
 }
 
-// TestGuardToolCall: the drain-and-warning turn again, its stream
-// stopping for a tool call after the third token: no stall warning while
-// the tool runs, the drain and the underrun name the tool call as the
-// cause, and the record keeps the call with the time it ran.
-func TestGuardToolCall(t *testing.T) {
-	t.Parallel()
-	cfg := tokenConfig(t, 100*gms)
-	g, clock, c := manualGuard(t, cfg, 30*gms)
+// toolSteps opens turn "t" of a guard on a manual clock for text-less
+// tokens of 100 ms, warning at 30 ms of tolerance, and returns the guard,
+// its events, step (f at a time of the turn: the clock set there first)
+// and chunk (a token now).
+func toolSteps(t *testing.T) (*pipeline.Guard, *collector, func(time.Duration, func() error), func() error) {
+	g, clock, c := manualGuard(t, tokenConfig(t, 100*gms), 30*gms)
 	if err := g.Begin("t", "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,16 @@ func TestGuardToolCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	chunk := func() error { return g.Chunk("t", pipeline.Chunk{Textless: true}) }
+	return g, c, step, func() error { return g.Chunk("t", pipeline.Chunk{Textless: true}) }
+}
+
+// TestGuardToolCall: the drain-and-warning turn again, its stream
+// stopping for a tool call after the third token: no stall warning while
+// the tool runs, the drain and the underrun name the tool call as the
+// cause, and the record keeps the call with the time it ran.
+func TestGuardToolCall(t *testing.T) {
+	t.Parallel()
+	g, c, step, chunk := toolSteps(t)
 	step(100*gms, chunk)
 	step(150*gms, chunk)
 	step(200*gms, chunk)
@@ -376,17 +386,8 @@ func TestGuardToolCall(t *testing.T) {
 	step(700*gms, chunk)
 	step(750*gms, chunk)
 	step(750*gms, func() error { return g.End("t", pipeline.StatusOK) })
-	want := []string{
-		"speech at=100ms now=100ms",
-		"speech at=150ms now=150ms",
-		"speech at=200ms now=200ms",
-		"underrun_started at=400ms now=400ms",
-		"speech at=700ms now=700ms",
-		"underrun at=700ms now=700ms",
-		"speech at=750ms now=750ms",
-		"turn at=750ms now=750ms",
-	}
-	if got := c.timeline(); !slices.Equal(got, want) {
+	// the events of the turn without the tool call and without a warning
+	if got, want := c.timeline(), drainTimeline; !slices.Equal(got, want) {
 		t.Fatalf("events:\n got %q\nwant %q", got, want)
 	}
 	if d := c.kind(pipeline.EventDrain)[0]; d.Underrun.Cause != pipeline.CauseTool {
@@ -410,19 +411,7 @@ func TestGuardToolCall(t *testing.T) {
 // plays, a stall warns again, as it would in a turn without one.
 func TestGuardWarnsAgainAfterTheTool(t *testing.T) {
 	t.Parallel()
-	cfg := tokenConfig(t, 100*gms)
-	g, clock, c := manualGuard(t, cfg, 30*gms)
-	if err := g.Begin("t", "s"); err != nil {
-		t.Fatal(err)
-	}
-	step := func(at time.Duration, f func() error) {
-		t.Helper()
-		clock.Set(epoch.Add(at))
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	chunk := func() error { return g.Chunk("t", pipeline.Chunk{Textless: true}) }
+	g, c, step, chunk := toolSteps(t)
 	step(100*gms, chunk)
 	step(105*gms, func() error { return g.ToolCall("t", pipeline.ToolCall{Name: "x"}) })
 	step(700*gms, chunk) // plays 700-800: the stream stalls after it

@@ -36,18 +36,7 @@ func TestFeedMatchesOfflineAnalysis(t *testing.T) {
 	if len(offline.Underruns) == 0 {
 		t.Fatal("the test turn has no underrun offline")
 	}
-	var native strings.Builder
-	if err := trace.NewWriter(&native, "test").WriteTurn(turn); err != nil {
-		t.Fatal(err)
-	}
-
-	var rec testkit.Buffer
-	_, ts := startServer(t, Options{Config: cfg, Record: &rec})
-	ev := subscribe(t, ts)
-	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, ev, rec := feedOne(t, cfg, turn)
 	if st.Sessions != 1 || st.Turns != 1 || st.Messages != 8 || st.Refused != 0 {
 		t.Errorf("feed stats %+v", st)
 	}
@@ -91,6 +80,25 @@ func TestFeedMatchesOfflineAnalysis(t *testing.T) {
 	}
 }
 
+// feedOne feeds turn, as a native trace, into a monitor of engine cfg
+// that records, and returns the feed's stats, the monitor's events and
+// its recording.
+func feedOne(t *testing.T, cfg pipeline.Config, turn *pipeline.Turn) (FeedStats, *events, *testkit.Buffer) {
+	t.Helper()
+	var native strings.Builder
+	if err := trace.NewWriter(&native, "test").WriteTurn(turn); err != nil {
+		t.Fatal(err)
+	}
+	rec := &testkit.Buffer{}
+	_, ts := startServer(t, Options{Config: cfg, Record: rec})
+	ev := subscribe(t, ts)
+	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, ev, rec
+}
+
 // TestFeedToolCall: a recorded turn with a tool call feeds as tool_call
 // and tool_result at their times; the monitor hears its silence as the
 // tool's, as offline analysis does, and records the call as it came.
@@ -109,17 +117,7 @@ func TestFeedToolCall(t *testing.T) {
 	if len(offline.Underruns) != 1 || offline.Underruns[0].Cause != pipeline.CauseTool {
 		t.Fatalf("offline gaps %+v: the test wants one tool-call silence", offline.Underruns)
 	}
-	var native strings.Builder
-	if err := trace.NewWriter(&native, "test").WriteTurn(turn); err != nil {
-		t.Fatal(err)
-	}
-	var rec testkit.Buffer
-	_, ts := startServer(t, Options{Config: cfg, Record: &rec})
-	ev := subscribe(t, ts)
-	st, err := Feed(context.Background(), trace.NewNativeReader(strings.NewReader(native.String()), "turn"), FeedOptions{URLs: []string{ts.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, ev, rec := feedOne(t, cfg, turn)
 	if st.Messages != 10 || st.Refused != 0 {
 		t.Errorf("feed stats %+v, want 10 messages (with the tool call and its result), none refused", st)
 	}
