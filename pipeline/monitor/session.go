@@ -296,10 +296,12 @@ func (sess *session) at(ts *turnState, m Message, arrived time.Time) time.Durati
 func (sess *session) chunk(m Message, arrived time.Time) error {
 	sess.mu.Lock()
 	ts, ok := sess.turns[m.Turn]
-	var prev time.Duration
+	var prev, pause time.Duration
 	var n int
+	var tools bool
 	if ok {
 		prev, n = ts.lastAt, ts.chunks
+		tools = ts.tool != nil || ts.toolPause > 0
 	}
 	sess.mu.Unlock()
 	if !ok {
@@ -320,12 +322,15 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
-	sess.mu.Lock()
-	tc := sess.toolReturned(ts, at) // the stream resumed (the guard ended the call too)
-	pause := ts.toolPause
-	ts.toolPause = 0
-	sess.mu.Unlock()
-	sess.recordTool(ts, tc)
+	if tools {
+		// a tool call since the last chunk: the stream resumed (the guard
+		// ended the call too), and the call's time is no ITL
+		sess.mu.Lock()
+		tc := sess.toolReturned(ts, at)
+		pause, ts.toolPause = ts.toolPause, 0
+		sess.mu.Unlock()
+		sess.recordTool(ts, tc)
+	}
 	sess.srv.rec.chunk(ts.rec, c)
 	if n == 0 {
 		sess.srv.m.ttft.Observe(at.Seconds())
