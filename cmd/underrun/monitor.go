@@ -28,13 +28,14 @@ const defaultMonitorWarn = 100 * time.Millisecond
 
 const monitorLong = `Watch live voice sessions. A voice app opens one websocket per session on
 /ingest and sends JSON messages as its LLM streams (turn_start, chunk,
-turn_end, barge_in, and optional tts facts with real audio durations; the
-protocol is in the README, section "Live monitor"). Every session is guarded
-in wall-clock time by the speech model: the moment a listener's audio would
-run dry an "underrun_started" event is raised, then the underrun itself, stall
-warnings (--warn-tolerance before the buffer would drain) and a summary per
-turn. A barge-in ends the turn
-without counting the cut as an underrun.
+turn_end, barge_in, tool_call and tool_result, and optional tts facts with
+real audio durations; the protocol is in cmd/underrun/docs/monitor.md).
+Every session is guarded in wall-clock time by the speech model: the moment a
+listener's audio would run dry an "underrun_started" event is raised, then
+the underrun itself, stall warnings (--warn-tolerance before the buffer would
+drain) and a summary per turn. A barge-in ends the turn without counting the
+cut as an underrun; the silence while a stream stopped for a tool call is a
+"tool_silence", counted apart and never an underrun.
 
 Events go to the event log (zerolog JSON lines, --events, stderr by default)
 and to every websocket subscribed on /events. The live page on / lists the
