@@ -336,7 +336,10 @@ func (g *Guard) chunk(turnID string, c Chunk, step *BacklogStep) error {
 	if step != nil {
 		step.At, step.Before = clock, t.p.Backlog(now)
 	}
-	if t.toolOpen && c.At >= t.rec.ToolCalls[len(t.rec.ToolCalls)-1].At {
+	if n := len(t.rec.ToolCalls); n > 0 {
+		if tc := t.rec.ToolCalls[n-1]; c.At < tc.At {
+			return fmt.Errorf("%w: turn %q chunk %d arrives at %v, before the tool call at %v", ErrOrder, turnID, len(t.rec.Chunks), c.At, tc.At)
+		}
 		t.toolReturned(c.At) // the stream resumed: the tool has returned
 	}
 	if err := t.p.Push(c); err != nil {

@@ -383,6 +383,9 @@ func TestGuardToolCall(t *testing.T) {
 	if err := g.ToolReturned("t", 0); !errors.Is(err, pipeline.ErrOrder) {
 		t.Errorf("a second return: %v, want ErrOrder", err)
 	}
+	if err := g.Chunk("t", pipeline.Chunk{At: 208 * gms, Textless: true}); !errors.Is(err, pipeline.ErrOrder) {
+		t.Errorf("a chunk timed before the tool call: %v, want ErrOrder", err)
+	}
 	step(700*gms, chunk)
 	step(750*gms, chunk)
 	step(750*gms, func() error { return g.End("t", pipeline.StatusOK) })
