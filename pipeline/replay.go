@@ -127,12 +127,15 @@ type ReplayOptions struct {
 // ErrReplay reports turns that cannot be replayed.
 var ErrReplay = errors.New("replay")
 
-// replayStep is one call Replay makes: begin a turn, feed a chunk, end it.
+// replayStep is one call Replay makes: begin a turn, feed a chunk, start
+// or end a tool call, end the turn.
 type replayStep struct {
 	at    time.Duration
 	seq   int
 	turn  int
 	chunk int // -1 begin, len(chunks) end
+	tool  int // the tool call (chunk unused): its start, or its return when back
+	back  bool
 }
 
 // Replay feeds recorded turns to g in wall-clock time: every turn begins at
@@ -150,6 +153,12 @@ func Replay(ctx context.Context, g *Guard, turns []*Turn, opts ReplayOptions) er
 	steps, err := schedule(turns)
 	if err != nil {
 		return err
+	}
+	begins := make([]time.Duration, len(turns))
+	for _, s := range steps {
+		if s.chunk < 0 && s.tool < 0 {
+			begins[s.turn] = s.at
+		}
 	}
 	if opts.Spin > 0 {
 		clock = PreciseClock(clock, opts.Spin)
@@ -186,6 +195,12 @@ func Replay(ctx context.Context, g *Guard, turns []*Turn, opts ReplayOptions) er
 		late := clock.Now().Sub(start) - s.at
 		t := turns[s.turn]
 		switch {
+		case s.tool >= 0 && s.back:
+			err = g.ToolReturned(t.ID, max(s.at-begins[s.turn], 1))
+		case s.tool >= 0:
+			tc := t.ToolCalls[s.tool]
+			tc.At = max(tc.At, 1)
+			err = g.ToolCall(t.ID, tc)
 		case s.chunk < 0:
 			err = g.Begin(t.ID, t.Session)
 		case s.chunk == len(t.Chunks):
@@ -242,13 +257,29 @@ func schedule(turns []*Turn) ([]replayStep, error) {
 		if allStarts {
 			begin = t.Start.Sub(first)
 		}
-		steps = append(steps, replayStep{at: begin, turn: i, chunk: -1})
+		steps = append(steps, replayStep{at: begin, turn: i, chunk: -1, tool: -1})
 		last := time.Duration(0)
+		tools := 0
+		// a tool call starts after the chunk at its very moment
+		// (Playout.flushTools), and returns no later than the next chunk
+		tool := func(until time.Duration) {
+			tc := t.ToolCalls[tools]
+			steps = append(steps, replayStep{at: begin + tc.At, turn: i, tool: tools},
+				replayStep{at: begin + min(tc.End(), until), turn: i, tool: tools, back: true})
+			last = max(last, min(tc.End(), until))
+			tools++
+		}
 		for k, c := range t.Chunks {
-			steps = append(steps, replayStep{at: begin + c.At, turn: i, chunk: k})
+			for tools < len(t.ToolCalls) && t.ToolCalls[tools].At < c.At {
+				tool(c.At)
+			}
+			steps = append(steps, replayStep{at: begin + c.At, turn: i, chunk: k, tool: -1})
 			last = c.At
 		}
-		steps = append(steps, replayStep{at: begin + last, turn: i, chunk: len(t.Chunks)})
+		for tools < len(t.ToolCalls) {
+			tool(Unbounded)
+		}
+		steps = append(steps, replayStep{at: begin + last, turn: i, chunk: len(t.Chunks), tool: -1})
 		if !allStarts {
 			begin += last
 		}

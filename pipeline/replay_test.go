@@ -59,6 +59,15 @@ func replayTurns(n int, start time.Time) []*pipeline.Turn {
 	return turns
 }
 
+// toolTurns gives each turn a tool call after its third chunk.
+func toolTurns(turns []*pipeline.Turn) []*pipeline.Turn {
+	for i, t := range turns {
+		turns[i] = withToolCalls(t, 2)
+		turns[i].ID = t.ID
+	}
+	return turns
+}
+
 func TestReplayMatchesOffline(t *testing.T) {
 	t.Parallel()
 	cfg := tokenConfig(t, 40*gms)
@@ -69,6 +78,7 @@ func TestReplayMatchesOffline(t *testing.T) {
 	}{
 		{"interleaved", replayTurns(4, epoch)},
 		{"sequential", replayTurns(3, time.Time{})},
+		{"tool calls", toolTurns(replayTurns(3, epoch))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,6 +111,9 @@ func TestReplayMatchesOffline(t *testing.T) {
 				}
 				if got := c.turns[turn.ID]; !slices.Equal(got, off.Underruns) {
 					t.Errorf("%s: replay %+v, want %+v", turn.ID, got, off.Underruns)
+				}
+				if len(turn.ToolCalls) > 0 && !slices.ContainsFunc(off.Underruns, func(u pipeline.Underrun) bool { return u.Cause == pipeline.CauseTool }) {
+					t.Errorf("%s: no tool-call silence to compare", turn.ID)
 				}
 			}
 			if n := len(c.kind(pipeline.EventDrain)); n < len(tc.turns) {

@@ -12,9 +12,15 @@ import (
 func guardEventText(e pipeline.Event) (text string, ok bool) {
 	switch e.Kind {
 	case pipeline.EventDrain:
+		if e.Underrun.Cause == pipeline.CauseTool {
+			return fmt.Sprintf("silence started: the player ran dry after token %d arrived, while a tool call runs", e.LastToken), true
+		}
 		return fmt.Sprintf("underrun started: the player ran dry after token %d arrived", e.LastToken), true
 	case pipeline.EventUnderrun:
 		u := e.Underrun
+		if u.Cause == pipeline.CauseTool {
+			return fmt.Sprintf("tool-call silence: %.1f ms before token %d (no underrun)", pipeline.Millis(u.Duration), u.Token), true
+		}
 		return fmt.Sprintf("underrun: %.1f ms %s, %s, token %d (ITL %.1f ms), %s",
 			pipeline.Millis(u.Duration), u.Class, u.Cause, u.Token, pipeline.Millis(u.ITL), u.Position), true
 	case pipeline.EventStall:

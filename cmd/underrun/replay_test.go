@@ -65,6 +65,27 @@ func TestReplayMatchesAnalyze(t *testing.T) {
 	}
 }
 
+// TestReplayToolCall: a trace's tool call replays as one, its silence
+// printed as the tool's and the report the same as analyze's.
+func TestReplayToolCall(t *testing.T) {
+	t.Parallel()
+	const path = "../../pipeline/trace/testdata/native/tool-call.jsonl"
+	code, live, errOut := runCLI(t, "", "replay", "--speed", "20", "--output", "json", path)
+	if code != exitOK {
+		t.Fatalf("replay: exit %d; stderr %s", code, errOut)
+	}
+	_, offline, _ := runCLI(t, "", "analyze", "--output", "json", path)
+	if live != offline {
+		t.Errorf("replay report differs from analyze:\n%s\n%s", live, offline)
+	}
+	for _, want := range []string{"while a tool call runs", "tool-call silence: 2562.1 ms before token 4 (no underrun)",
+		"0 interruptions, 0 glitches, 0 ms of silence; 1 tool-call silence, 2562 ms"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("live output lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
 func TestReplayUsage(t *testing.T) {
 	t.Parallel()
 	path := defaultTrace(t)
