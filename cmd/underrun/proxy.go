@@ -12,7 +12,6 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func init() { commands = append(commands, newProxyCommand) }
@@ -31,6 +30,13 @@ that close to starving the player. Events are zerolog JSON lines (--events,
 stderr by default). The session of a turn is taken from the X-Session-Id
 request header. Headers, Authorization among them, are never logged or
 recorded.
+
+A stream that ends in tool calls (finish_reason "tool_calls") keeps its turn
+open for up to 2 minutes, for the request that carries their results (its
+last message a "tool" message naming one of the calls): that request's
+stream goes on with the same turn, so the silence between is the tool
+call's, never an underrun, and the recording holds one turn with its tool
+record, as analyze reads it.
 
 -o FILE records the native trace of every stream as it passes; --sse FILE
 the raw SSE bytes with their arrival times. These recordings and an --events
@@ -120,14 +126,14 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	var mu sync.Mutex
 	var addErr error
 	closed := false
-	p.OnStream = func(st *trace.Stream) {
+	p.OnTurn = func(t *pipeline.Turn) {
 		mu.Lock()
 		defer mu.Unlock()
 		if closed {
 			return // a stream cut at shutdown, after the report
 		}
-		if err := s.add(&st.Turn); err != nil && addErr == nil {
-			addErr = fmt.Errorf("turn %s: %w", st.Turn.ID, err)
+		if err := s.add(t); err != nil && addErr == nil {
+			addErr = fmt.Errorf("turn %s: %w", t.ID, err)
 		}
 	}
 	ln, err := net.Listen("tcp", c.listen)
@@ -138,6 +144,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	fmt.Fprintf(c.env.stderr, "proxy: http://%s -> %s; point your app at http://%s/v1; Ctrl-C to stop and report\n",
 		ln.Addr(), c.upstream, ln.Addr())
 	serveErr := serve(ctx, ln, p, c.allowHosts)
+	p.Close() // the turns waiting for tool results end now
 	g.Close()
 	mu.Lock()
 	defer mu.Unlock()

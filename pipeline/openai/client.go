@@ -180,6 +180,18 @@ func (s *syncTrace) WriteChunk(id string, c pipeline.Chunk) error {
 	return s.w.WriteChunk(id, c)
 }
 
+// WriteToolCall calls the writer's WriteToolCall, alone, where it has
+// one (a trace.Writer does).
+func (s *syncTrace) WriteToolCall(id string, tc pipeline.ToolCall) error {
+	tw, ok := s.w.(toolWriter)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return tw.WriteToolCall(id, tc)
+}
+
 // EndTurn calls the writer's EndTurn, alone.
 func (s *syncTrace) EndTurn(t *pipeline.Turn) error {
 	s.mu.Lock()

@@ -55,10 +55,36 @@ type Proxy struct {
 	// OnStream, when set, is called with each stream once it has ended.
 	// Calls may be concurrent.
 	OnStream func(s *trace.Stream)
+	// OnTurn, when set, is called with each turn once it has ended: a
+	// stream's, or, for a tool-calling exchange, the streams joined (see
+	// ToolWait). Calls may be concurrent.
+	OnTurn func(t *pipeline.Turn)
+	// ToolWait is how long a stream that ended in tool calls waits for
+	// the request that carries their results (its last message a "tool"
+	// message naming one of the calls) before its turn ends
+	// (DefaultToolWait when 0). That request's stream goes on with the
+	// same turn: the Guard and Trace see one turn, stopped for a tool call
+	// between the two streams, as a voice app's listener hears it.
+	ToolWait time.Duration
 
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
 	seq      atomic.Uint64
+	mu       sync.Mutex
+	waiting  map[string]*toolTurn // tool call id -> the turn waiting for its result
+}
+
+// DefaultToolWait is how long a turn stopped for tool calls waits for
+// their results.
+const DefaultToolWait = 2 * time.Minute
+
+// toolTurn is a turn whose stream ended in tool calls, waiting for the
+// request with their results.
+type toolTurn struct {
+	turn    pipeline.Turn // as it streamed so far (times since its first request)
+	ids     []string      // its tool calls' ids
+	guarded bool
+	timer   *time.Timer
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -108,6 +134,9 @@ type watchKey struct{}
 type watch struct {
 	p         *Proxy
 	id        string
+	turn      *pipeline.Turn // the turn it streams into: its own, or one its request resumes after tool calls
+	offset    time.Duration  // its times in the turn's (the turn's first request began this much earlier)
+	resumed   bool
 	path      string
 	model     string
 	start     time.Time
@@ -152,8 +181,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r2 := r.Clone(r.Context())
 	r2.Body = io.NopCloser(body)
 	var req struct {
-		Stream bool   `json:"stream"`
-		Model  string `json:"model"`
+		Stream   bool      `json:"stream"`
+		Model    string    `json:"model"`
+		Messages []Message `json:"messages"`
 	}
 	if len(head) == maxRequestBody || json.Unmarshal(head, &req) != nil || !req.Stream {
 		p.rp.ServeHTTP(w, r2)
@@ -166,7 +196,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	session := r.Header.Get(hdr)
 	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
 	wt.s = trace.NewStream(wt.id, session, start)
-	if p.Guard != nil {
+	wt.turn = &pipeline.Turn{ID: wt.id, Session: session, Start: start}
+	if w := p.claim(req.Messages); w != nil {
+		p.resume(wt, w)
+	} else if p.Guard != nil {
 		if err := p.Guard.Begin(wt.id, session); err == nil {
 			wt.guarded = true
 		} else {
@@ -174,11 +207,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	wt.s.OnChunk = func(c pipeline.Chunk) {
+		c.At += wt.offset
+		wt.turn.Chunks = append(wt.turn.Chunks, c)
 		if wt.guarded {
-			wt.record(p.Guard.Chunk(wt.id, c))
+			wt.record(p.Guard.Chunk(wt.turn.ID, c))
 		}
 		if p.Trace != nil {
-			wt.record(p.Trace.WriteChunk(wt.id, c))
+			wt.record(p.Trace.WriteChunk(wt.turn.ID, c))
 		}
 	}
 	r2 = r2.WithContext(context.WithValue(r.Context(), watchKey{}, wt))
@@ -280,13 +315,137 @@ func (wt *watch) begin() {
 		return
 	}
 	wt.begun = true
-	if wt.p.Trace != nil {
-		wt.record(wt.p.Trace.BeginTurn(&wt.s.Turn))
+	if wt.p.Trace != nil && !wt.resumed {
+		wt.record(wt.p.Trace.BeginTurn(wt.turn))
 	}
 	if wt.p.Capture != nil {
 		var err error
 		wt.capture, err = wt.p.Capture.Begin(wt.id, wt.s.Turn.Session, wt.start, http.MethodPost, wt.path, wt.model)
 		wt.record(err)
+	}
+}
+
+// claim returns the turn waiting for the tool results a request carries
+// (its last message a "tool" message with the id of a waiting call), no
+// longer waiting; nil if there is none.
+func (p *Proxy) claim(msgs []Message) *toolTurn {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != "tool" || msgs[n-1].ToolCallID == "" {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.waiting[msgs[n-1].ToolCallID]
+	if w == nil || !w.timer.Stop() {
+		return nil // none, or its wait has just run out
+	}
+	for _, id := range w.ids {
+		delete(p.waiting, id)
+	}
+	return w
+}
+
+// resume makes wt stream into the turn w, whose tool calls have returned
+// now: the Guard is told, and the Trace gets the tool record.
+func (p *Proxy) resume(wt *watch, w *toolTurn) {
+	wt.turn, wt.resumed, wt.guarded = &w.turn, true, w.guarded
+	wt.offset = wt.start.Sub(w.turn.Start)
+	tc := &w.turn.ToolCalls[len(w.turn.ToolCalls)-1]
+	tc.Duration = max(0, wt.offset-tc.At)
+	if wt.guarded {
+		wt.record(p.Guard.ToolReturned(w.turn.ID, max(wt.offset, tc.At, 1)))
+	}
+	if tw, ok := p.Trace.(toolWriter); ok {
+		wt.record(tw.WriteToolCall(w.turn.ID, *tc))
+	}
+}
+
+// toolWriter is a TraceWriter that records tool calls.
+type toolWriter interface {
+	WriteToolCall(turn string, tc pipeline.ToolCall) error
+}
+
+// park keeps wt's turn waiting when its stream ended in tool calls (ok,
+// the client still there): the Guard is told the stream stopped for the
+// first of them, and the turn waits ToolWait for their results.
+func (p *Proxy) park(wt *watch) bool {
+	s := wt.s
+	if s.Stats.FinishReason != "tool_calls" || len(s.ToolCalls) == 0 || s.Turn.Status != pipeline.StatusOK {
+		return false
+	}
+	call := s.ToolCalls[0]
+	t := wt.turn
+	tc := pipeline.ToolCall{At: call.At + wt.offset, Name: call.Name}
+	if n := len(t.Chunks); n > 0 {
+		tc.At = max(tc.At, t.Chunks[n-1].At)
+	}
+	t.ToolCalls = append(t.ToolCalls, tc)
+	if wt.guarded {
+		wt.record(p.Guard.ToolCall(t.ID, tc))
+	}
+	w := &toolTurn{turn: *t, guarded: wt.guarded}
+	for _, c := range s.ToolCalls {
+		w.ids = append(w.ids, c.ID)
+	}
+	wait := p.ToolWait
+	if wait <= 0 {
+		wait = DefaultToolWait
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiting == nil {
+		p.waiting = map[string]*toolTurn{}
+	}
+	for _, id := range w.ids {
+		p.waiting[id] = w
+	}
+	w.timer = time.AfterFunc(wait, func() { p.expire(w) })
+	return true
+}
+
+// Close ends the turns still waiting for tool results, at once. Call it
+// once the proxy has stopped serving.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	var ended []*toolTurn
+	for id, w := range p.waiting {
+		delete(p.waiting, id)
+		if w.timer.Stop() {
+			ended = append(ended, w)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range ended {
+		p.endTurn(&w.turn, w.guarded)
+	}
+}
+
+// expire ends a turn whose tool results never came.
+func (p *Proxy) expire(w *toolTurn) {
+	p.mu.Lock()
+	for _, id := range w.ids {
+		if p.waiting[id] == w {
+			delete(p.waiting, id)
+		}
+	}
+	p.mu.Unlock()
+	p.endTurn(&w.turn, w.guarded)
+}
+
+// endTurn ends a turn: the Guard's, the Trace's, OnTurn.
+func (p *Proxy) endTurn(t *pipeline.Turn, guarded bool) {
+	var errs []error
+	if guarded {
+		errs = append(errs, p.Guard.End(t.ID, t.Status))
+	}
+	if p.Trace != nil {
+		errs = append(errs, p.Trace.EndTurn(t))
+	}
+	if err := errors.Join(errs...); err != nil {
+		p.Logger.Warn().Str("event", "proxy_error").Str("turn", t.ID).Str("error", err.Error()).Msg("proxy_error")
+	}
+	if p.OnTurn != nil {
+		p.OnTurn(t)
 	}
 }
 
@@ -306,11 +465,18 @@ func (p *Proxy) finish(wt *watch, clientLeft bool) {
 		wt.record(wt.capture.Close(at, readErr, clientLeft))
 	}
 	s.Close(at, readErr, clientLeft)
-	if wt.guarded {
-		wt.record(p.Guard.End(wt.id, s.Turn.Status))
+	t := wt.turn
+	t.Status, t.Error = s.Turn.Status, s.Turn.Error
+	switch {
+	case !wt.resumed:
+		t.OutputTokens = s.Turn.OutputTokens
+	case t.OutputTokens > 0 && s.Turn.OutputTokens > 0:
+		t.OutputTokens += s.Turn.OutputTokens // the usage of every stream of the turn
+	default:
+		t.OutputTokens = 0 // a stream without usage: the chunks count
 	}
-	if p.Trace != nil {
-		wt.record(p.Trace.EndTurn(&s.Turn))
+	if !p.park(wt) {
+		p.endTurn(t, wt.guarded)
 	}
 	ev := p.Logger.Info()
 	if s.Turn.Status != pipeline.StatusOK {
@@ -321,6 +487,9 @@ func (p *Proxy) finish(wt *watch, clientLeft bool) {
 	}
 	if s.Turn.Session != "" {
 		ev = ev.Str("session", s.Turn.Session)
+	}
+	if wt.resumed {
+		ev = ev.Str("resumes", wt.turn.ID) // after its tool calls
 	}
 	ev.Str("event", "proxy_stream").Str("turn", wt.id).Str("path", wt.path).Str("model", wt.model).
 		Int("http_status", s.Stats.HTTPStatus).Str("status", string(s.Turn.Status)).

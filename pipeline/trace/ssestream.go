@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,6 +63,9 @@ type Stream struct {
 	Stats StreamStats
 	// OnChunk, when set, is called with each chunk as it is recorded.
 	OnChunk func(pipeline.Chunk)
+	// ToolCalls are the tool calls the stream carried, in order: each
+	// call's id and name, and when its first delta arrived.
+	ToolCalls []StreamToolCall
 
 	parser    SSEParser
 	sse       bool
@@ -71,6 +75,14 @@ type Stream struct {
 	lastRead  time.Duration
 	closed    bool
 	emitFn    func(*SSEEvent) error
+}
+
+// StreamToolCall is a tool call an answer streamed (OpenAI's
+// choices[0].delta.tool_calls): its id and function name, and the arrival
+// of the delta that named it.
+type StreamToolCall struct {
+	ID, Name string
+	At       time.Duration
 }
 
 // NewStream returns a Stream for turn id of session (may be ""), whose
@@ -234,6 +246,7 @@ func (s *Stream) event(e *SSEEvent) error {
 	}
 	if d.ToolCalls {
 		s.Stats.ToolCalls++
+		s.toolCalls(data, e.At)
 	}
 	switch {
 	case d.Reasoning == "" && d.Content == "" && d.Role != "":
@@ -255,6 +268,35 @@ func (s *Stream) event(e *SSEEvent) error {
 	}
 	return nil
 }
+
+// toolCalls notes the tool calls a delta names (a call's first delta
+// has its id; the others carry its arguments). A chunk with tool calls is
+// rare: it is decoded again, whole.
+func (s *Stream) toolCalls(data []byte, at time.Duration) {
+	var ev struct {
+		Choices []struct {
+			Delta struct {
+				ToolCalls []struct {
+					ID       string `json:"id"`
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &ev) != nil || len(ev.Choices) == 0 {
+		return
+	}
+	for _, tc := range ev.Choices[0].Delta.ToolCalls {
+		if tc.ID != "" && len(s.ToolCalls) < maxStreamToolCalls {
+			s.ToolCalls = append(s.ToolCalls, StreamToolCall{ID: tc.ID, Name: tc.Function.Name, At: at})
+		}
+	}
+}
+
+// maxStreamToolCalls bounds the tool calls a Stream keeps.
+const maxStreamToolCalls = 64
 
 func (s *Stream) add(c pipeline.Chunk) {
 	s.Turn.Chunks = append(s.Turn.Chunks, c)
