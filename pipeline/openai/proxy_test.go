@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -356,5 +357,78 @@ func BenchmarkProxyLatency(b *testing.B) {
 		b.ReportMetric(d, fmt.Sprintf("direct-p%v-ms", p))
 		b.ReportMetric(q, fmt.Sprintf("proxied-p%v-ms", p))
 		b.ReportMetric(q-d, fmt.Sprintf("added-p%v-ms", p))
+	}
+}
+
+// TestProxyJoinsToolCalls: through the proxy, a tool-calling exchange (the
+// stream that ends in the call, then the request carrying its result) is
+// one turn: the guard hears the silence between as the tool call's, the
+// trace records one turn with its tool record, and offline analysis of
+// that recording finds the guard's underruns.
+func TestProxyJoinsToolCalls(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	turn := &pipeline.Turn{ID: "t", Status: pipeline.StatusOK, ToolCalls: []pipeline.ToolCall{{At: 70 * ms, Duration: 300 * ms, Name: "get_weather"}}}
+	for i, w := range []string{"Let", " me", " check.", " It", " is", " sunny."} {
+		at := time.Duration(20+20*i) * ms
+		if i >= 3 {
+			at += 300 * ms
+		}
+		turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: at, Text: w, Tokens: 1})
+	}
+	mock := mockServer(t, &Mock{Turns: []*pipeline.Turn{turn}})
+	cfg := pipeline.DefaultConfig()
+	var mu sync.Mutex
+	var live []pipeline.Underrun
+	var ended []*pipeline.Turn
+	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{OnEvent: func(e pipeline.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == pipeline.EventUnderrun {
+			live = append(live, e.Underrun)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec testkit.Buffer
+	proxy := proxyTo(t, mock.URL+"/v1", func(p *Proxy) {
+		p.Guard, p.Trace = g, SyncTrace(trace.NewWriter(&rec, "proxy"))
+		p.OnTurn = func(t *pipeline.Turn) { mu.Lock(); ended = append(ended, t); mu.Unlock() }
+	})
+	const user = `{"role":"user","content":"Weather?"}`
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather"}}]`
+	first := postChat(t, proxy.URL, `{"model":"m","stream":true,"stream_options":{"include_usage":true},`+tools+`,"messages":[`+user+`]}`)
+	_, call, _ := text(first)
+	time.Sleep(1500 * time.Millisecond) // the tool runs, longer than "Let me check." plays
+	result := `{"role":"assistant","content":null,"tool_calls":[{"id":"` + call.callID + `","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"` + call.callID + `","content":"sunny"}`
+	postChat(t, proxy.URL, `{"model":"m","stream":true,"stream_options":{"include_usage":true},`+tools+`,"messages":[`+user+`,`+result+`]}`)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ended) != 1 {
+		t.Fatalf("%d turns ended, want the exchange as one", len(ended))
+	}
+	got := ended[0]
+	if got.Text() != turn.Text() || len(got.ToolCalls) != 1 || got.ToolCalls[0].Name != "get_weather" ||
+		got.ToolCalls[0].Duration < 1500*ms || got.OutputTokens != turn.Tokens() {
+		t.Fatalf("the joined turn %+v: want the trace's text, one get_weather call of 1.5 s or more, %d tokens", got, turn.Tokens())
+	}
+	recorded := testkit.All(t, trace.NewNativeReader(strings.NewReader(rec.String()), "proxy.jsonl").Next)
+	if len(recorded) != 1 || !reflect.DeepEqual(recorded[0].ToolCalls, got.ToolCalls) || len(recorded[0].Chunks) != len(got.Chunks) {
+		t.Fatalf("recorded %+v, want the joined turn\n%s", recorded, rec.String())
+	}
+	off, err := pipeline.Play(cfg, recorded[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(off.Underruns, func(u pipeline.Underrun) bool { return u.Cause == pipeline.CauseTool }) {
+		t.Errorf("offline gaps %+v: want the tool call's silence", off.Underruns)
+	}
+	if fmt.Sprint(live) != fmt.Sprint(off.Underruns) {
+		t.Errorf("the guard raised\n%+v\noffline analysis of the recording found\n%+v", live, off.Underruns)
 	}
 }
