@@ -355,8 +355,14 @@ func (c *scheduleChunker) send() {
 
 func (c *scheduleChunker) Deadline() (time.Duration, bool) { return 0, false }
 func (c *scheduleChunker) Expire(time.Duration) int        { return c.released }
+// Flush ends the stream: at the end of the turn, or where a tool call ends
+// the LLM's reply. The reply after a tool call is a new generation, which
+// LiveKit synthesizes on a new stream, with a new ElevenLabs context whose
+// init packet carries the schedule again (LiveKit Agents 1.7.0,
+// livekit-plugins-elevenlabs tts.py SynthesizeStream._run and
+// _build_context_init_packet): the schedule starts over.
 func (c *scheduleChunker) Flush() int {
-	c.released, c.held, c.end = c.n, 0, -1
+	c.released, c.held, c.end, c.k = c.n, 0, -1, 0
 	return c.n
 }
 func (c *scheduleChunker) Reset() { *c = scheduleChunker{schedule: c.schedule, end: -1} }

@@ -95,6 +95,37 @@ func TestElevenLabsSchedule(t *testing.T) {
 	}
 }
 
+// TestElevenLabsScheduleAfterFlush: the reply after a flush (a tool call
+// ends the LLM's reply) is a new ElevenLabs stream: its schedule starts
+// at the first length again.
+func TestElevenLabsScheduleAfterFlush(t *testing.T) {
+	t.Parallel()
+	p, err := ParsePolicy("elevenlabs-schedule:50,100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.NewChunker()
+	word := "abcdefghi " // 10 characters
+	n := 0
+	feed := func(words int) (released int) {
+		for range words {
+			released = c.Append(0, word)
+			n += len(word)
+		}
+		return released
+	}
+	if rel := feed(6); rel != 49 {
+		t.Fatalf("first reply released %d bytes, want 49 (the schedule's 50 characters)", rel)
+	}
+	if rel := c.Flush(); rel != n {
+		t.Fatalf("flush released %d, want all %d", rel, n)
+	}
+	start := n
+	if rel := feed(6); rel != start+49 {
+		t.Errorf("after the flush %d bytes released, want %d: the schedule's first 50 characters again", rel-start, 49)
+	}
+}
+
 func TestParsePolicyErrors(t *testing.T) {
 	t.Parallel()
 	for _, bad := range []string{"", "para", "timer:", "timer:-1s", "timer:abc"} {
