@@ -133,6 +133,7 @@ type instruments struct {
 	speech    metric.Float64Counter
 	underruns metric.Int64Counter
 	gapLen    metric.Float64Histogram
+	toolGap   metric.Float64Histogram
 }
 
 // New makes an Exporter. Nothing is sent, and no connection made, before
@@ -273,6 +274,9 @@ func (in *instruments) make(m metric.Meter) error {
 	keep(err)
 	in.gapLen, err = m.Float64Histogram(MetricUnderrunLen, metric.WithUnit("s"), buckets,
 		metric.WithDescription("Length of each underrun, by class and cause."))
+	keep(err)
+	in.toolGap, err = m.Float64Histogram(MetricToolSilence, metric.WithUnit("s"), buckets,
+		metric.WithDescription("Length of each silence while a turn's stream stopped for a tool call (no underrun)."))
 	keep(err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("otlp: instruments: %w", err)
@@ -494,7 +498,8 @@ func (e *Exporter) record(f figures, us []pipeline.Underrun, t *pipeline.Turn) {
 	in.speech.Add(ctx, f.speech.Seconds())
 	for _, u := range us {
 		if u.Cause == pipeline.CauseTool {
-			continue // no underrun: the span counts it (underrun.tool_silences)
+			in.toolGap.Record(ctx, u.Duration.Seconds()) // no underrun
+			continue
 		}
 		set := metric.WithAttributes(AttrClass.String(string(u.Class)), AttrCause.String(string(u.Cause)))
 		in.underruns.Add(ctx, 1, set)

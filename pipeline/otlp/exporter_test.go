@@ -263,6 +263,10 @@ func TestExportToolCall(t *testing.T) {
 	if ms := rcv.Metric(otlp.MetricUnderruns); len(ms) > 0 && ms[len(ms)-1].Sum().DataPoints().Len() > 0 {
 		t.Errorf("%s counts the tool-call silence", otlp.MetricUnderruns)
 	}
+	if ms := rcv.Metric(otlp.MetricToolSilence); len(ms) == 0 || ms[len(ms)-1].Histogram().DataPoints().Len() != 1 ||
+		math.Abs(ms[len(ms)-1].Histogram().DataPoints().At(0).Sum()-tally.ToolSilence.Seconds()) > 1e-9 {
+		t.Errorf("%s: want one point summing the tool-call silence, %v", otlp.MetricToolSilence, tally.ToolSilence)
+	}
 	tpoc := rcv.Metric("gen_ai.client.operation.time_per_output_chunk")
 	tm, _ := turn.Timing()
 	if got, want := tpoc[len(tpoc)-1].Histogram().DataPoints().At(0).Sum(), (tm.E2E - tm.TTFT - 3000*ms).Seconds(); math.Abs(got-want) > 1e-6 {

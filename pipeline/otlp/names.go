@@ -74,6 +74,7 @@ const (
 	MetricSpeech      = "underrun.speech"                     // s, counter: audio of the turns
 	MetricUnderruns   = "underrun.underruns"                  // {underrun}, counter, by underrun.class and underrun.cause
 	MetricUnderrunLen = "underrun.underrun.duration"          // s, histogram, by underrun.class and underrun.cause
+	MetricToolSilence = "underrun.tool_silence.duration"      // s, histogram: the silence while a stream stopped for a tool call (no underrun)
 )
 
 // latencyBuckets are the histogram boundaries, in seconds, of every
