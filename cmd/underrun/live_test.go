@@ -318,6 +318,7 @@ func TestLiveCommandsUsage(t *testing.T) {
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--clock", "tsc"}, "--clock"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--report", "yaml"}, "--report"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--warn-tolerance", "-1s"}, "--warn-tolerance"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--tool-wait", "0s"}, "--tool-wait must be positive"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--api-key-env", "UNDERRUN_SURELY_UNSET_VAR"}, "not set"},
 		{[]string{"proxy"}, "--upstream"},
 		{[]string{"proxy", "--upstream", "ftp://x"}, "--upstream"},

@@ -32,7 +32,7 @@ request header. Headers, Authorization among them, are never logged or
 recorded.
 
 A stream that ends in tool calls (finish_reason "tool_calls") keeps its turn
-open for up to 2 minutes, for the request that carries their results (its
+open for --tool-wait (2 minutes), for the request that carries their results (its
 last message a "tool" message naming one of the calls): that request's
 stream goes on with the same turn, so the silence between is the tool
 call's, never an underrun, and the recording holds one turn with its tool
@@ -60,6 +60,7 @@ type proxyCommand struct {
 	traceFile string
 	sseFile   string
 	warn      time.Duration
+	toolWait  time.Duration
 	session   string
 	force     bool
 	// allowHosts are the Host names served besides loopback ones
@@ -78,6 +79,7 @@ func newProxyCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.sseFile, "sse", "", "record the raw SSE bytes of every stream, with arrival times, to `FILE`")
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
 	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request header that names a turn's session")
+	fs.DurationVar(&c.toolWait, "tool-wait", openai.DefaultToolWait, "how long a stream that ended in tool calls waits for the request with their results")
 	bindForce(fs, &c.force)
 	bindAllowHost(fs, &c.allowHosts, "")
 	c.engine.bind(fs)
@@ -97,6 +99,9 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	}
 	if c.warn < 0 {
 		return usagef("--warn-tolerance must not be negative, got %v", c.warn)
+	}
+	if c.toolWait <= 0 {
+		return usagef("--tool-wait must be positive, got %v", c.toolWait)
 	}
 	p, err := openai.NewProxy(c.upstream, nil)
 	if err != nil {
@@ -122,7 +127,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	}
 	defer rec.close()
 	p.Trace, p.Capture = rec.traceWriter(), rec.capture
-	p.Guard, p.Logger, p.SessionHeader = g, events, c.session
+	p.Guard, p.Logger, p.SessionHeader, p.ToolWait = g, events, c.session, c.toolWait
 	var mu sync.Mutex
 	var addErr error
 	closed := false
