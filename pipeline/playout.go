@@ -63,6 +63,7 @@ type Playout struct {
 	gapKinds          []uint8         // per underrun: how its chunk's text stood
 	heard             []Underrun      // hear's other slice: the player's underruns of the turn before
 	toolChunks        []int           // the chunks a tool-call silence comes before, in order (toolSegments)
+	streams           []int           // stream mode: the speech chunks after a tool call, which open a stream (endReply)
 	arrivals          [][]Arrival     // per speech chunk, with Config.Measured: its measured pieces
 	speech            time.Duration   // audio of the released chunks
 	earliestStart     time.Duration   // the latest of every chunk's first audio (and allowance) less the audio before it
@@ -163,6 +164,7 @@ func (p *Playout) resetTiming(id string) {
 	p.synthDone, p.allReady, p.startHeld = 0, 0, false
 	p.timerOrigin, p.timerArmed = 0, false
 	p.toolAt = 0
+	p.streams = p.streams[:0]
 	p.started, p.ended = false, false
 	p.startAt, p.playhead, p.startChunk, p.scheduled, p.readyAudio = 0, 0, 0, 0, 0
 	p.Chunks, p.Underruns, p.Tolerance = p.Chunks[:0], p.Underruns[:0], p.Tolerance[:0]
@@ -352,6 +354,9 @@ func (p *Playout) endReply(at time.Duration) {
 	p.timerArmed = false
 	if rel := p.chunker.Flush(); rel > p.released {
 		p.release(rel, at, k, false)
+	}
+	if n := len(p.streams); p.mode == modeStream && (n == 0 || p.streams[n-1] != len(p.Chunks)) {
+		p.streams = append(p.streams, len(p.Chunks)) // the reply after it is a new stream
 	}
 }
 

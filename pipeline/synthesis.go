@@ -22,12 +22,28 @@ func (p *Playout) synthesize(c *SpeechChunk, i int, at time.Duration) {
 }
 
 // latency is how long speech chunk i waits after its release for its
-// first audio with the synthesizer otherwise idle.
+// first audio with the synthesizer otherwise idle: in stream mode the
+// continuation latency, except for the turn's first chunk and the first
+// after a tool call, which open a stream.
 func (p *Playout) latency(i int) time.Duration {
-	if i > 0 && p.mode == modeStream {
+	if i > 0 && p.mode == modeStream && !p.opensStream(i) {
 		return p.cfg.Synth.Continuation
 	}
 	return p.cfg.Synth.TTFA
+}
+
+// opensStream reports whether speech chunk i (> 0) opens a synthesis
+// stream of its own: the first after a tool call. The frameworks end the
+// reply at a tool call and synthesize the reply after it on a new stream
+// (LiveKit a new TTS stream per generation, a new context of the
+// synthesizer's), which waits the time to first audio again.
+func (p *Playout) opensStream(i int) bool {
+	for _, s := range p.streams {
+		if s == i {
+			return true
+		}
+	}
+	return false
 }
 
 // readyIf is when speech chunk i's first audio would have been ready had

@@ -53,7 +53,12 @@ func (p *Playout) tolerance() {
 	if p.mode == modeRequest {
 		chain = p.cfg.Synth.TTFA
 	}
-	lat0, latN := p.latency(0), p.latency(1) // the first chunk's, every other's
+	// the latency of a chunk that opens a stream (the first, the first
+	// after a tool call in stream mode), and of every other
+	lat0, latN := p.cfg.Synth.TTFA, p.cfg.Synth.TTFA
+	if p.mode == modeStream {
+		latN = p.cfg.Synth.Continuation
+	}
 	slow := p.cfg.Synth.RTF > 1              // frames can come late: allowance
 	// Walking chunks backward, each step knows the tolerance next of the
 	// streamed chunks whose first delayed speech chunk is the one after:
@@ -74,11 +79,16 @@ func (p *Playout) tolerance() {
 	if n := len(segs); n > 0 {
 		first = max(first, segs[n-1])
 	}
+	fast := first // the chunks after it pay latN
+	if n := len(p.streams); n > 0 {
+		fast = max(fast, p.streams[n-1])
+	}
 	if !slow && !parallel {
 		// the usual case, the chunks after the first of the last segment
-		// (c > first >= 0: not the turn's first) alone, in a loop small
-		// enough to keep its state in registers
-		for ; c > first; c-- {
+		// (c > first >= 0: not the turn's first) and after the last stream
+		// opened, alone, in a loop small enough to keep its state in
+		// registers
+		for ; c > fast; c-- {
 			ch := &chunks[c]
 			for ; k >= ch.Trigger; k-- {
 				tol[k] = next
@@ -123,7 +133,7 @@ func (p *Playout) tolerance() {
 		}
 		M = min(M, L)
 		l := latN
-		if c == 0 {
+		if c == 0 || p.opensStream(c) {
 			l = lat0
 		}
 		if M != Unbounded {

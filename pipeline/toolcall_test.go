@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -110,5 +111,32 @@ func TestParseFillerErrors(t *testing.T) {
 				t.Errorf("ParseFiller(%q) = nil error", s)
 			}
 		})
+	}
+}
+
+// TestStreamAfterToolCall: in stream mode the reply after a tool call is
+// a new stream: its first chunk waits the time to first audio, the next
+// the continuation latency (the other modes wait the time to first audio
+// for every chunk already). Without the tool call, the same chunk waits
+// the continuation latency.
+func TestStreamAfterToolCall(t *testing.T) {
+	t.Parallel()
+	cfg := fixedConfig(t, 60*ms)
+	cfg.Synth = tts.Synth{Mode: tts.ModeStream, TTFA: 200 * ms, Continuation: 20 * ms}
+	turn := textless("t", 0, 50*ms, 1100*ms, 1400*ms)
+	waits := func(p *Playout) []time.Duration {
+		var out []time.Duration
+		for _, c := range p.Chunks {
+			out = append(out, c.Ready-c.Release)
+		}
+		return out
+	}
+	// chunk 1 waits for chunk 0's synthesis (ready at 200 ms)
+	if got, want := waits(play(t, cfg, turn)), []time.Duration{200 * ms, 150 * ms, 20 * ms, 20 * ms}; !slices.Equal(got, want) {
+		t.Errorf("without a tool call the chunks waited %v, want %v", got, want)
+	}
+	turn.ToolCalls = []ToolCall{{At: 55 * ms, Duration: 1000 * ms, Name: "get_weather"}}
+	if got, want := waits(play(t, cfg, turn)), []time.Duration{200 * ms, 150 * ms, 200 * ms, 20 * ms}; !slices.Equal(got, want) {
+		t.Errorf("with a tool call the chunks waited %v, want %v: the one after it opens a stream", got, want)
 	}
 }
