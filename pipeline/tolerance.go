@@ -59,7 +59,7 @@ func (p *Playout) tolerance() {
 	if p.mode == modeStream {
 		latN = p.cfg.Synth.Continuation
 	}
-	slow := p.cfg.Synth.RTF > 1              // frames can come late: allowance
+	slow := p.cfg.Synth.RTF > 1 // frames can come late: allowance
 	// Walking chunks backward, each step knows the tolerance next of the
 	// streamed chunks whose first delayed speech chunk is the one after:
 	// those from this chunk's Trigger on (a timer's release can have an
