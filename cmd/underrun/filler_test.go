@@ -20,11 +20,11 @@ func TestFillerFlag(t *testing.T) {
 		// the words before the call are spoken while it runs (the reply
 		// ends there); the TPOT leaves the call out, so the default SLO
 		// passes
-		{[]string{"analyze", trace}, "tool-call silences (not underruns): 1 (2562 ms)\n"},
+		{[]string{"analyze", trace}, "tool-call silences (not underruns): 1 (2612 ms)\n"},
 		{[]string{"analyze", trace}, "TPOT      1    50.0"},
 		{[]string{"analyze", trace}, "smallest pre-roll with no underrun: 0 ms\n"},
-		{[]string{"analyze", "--filler", "keepalive:800ms", trace}, "filler keepalive:800ms covers 1762 ms, 800 ms stay silent"},
-		{[]string{"analyze", "--filler", `after:800ms:"One moment."`, trace}, `filler after:800ms:"One moment." covers 984 ms, 1578 ms stay silent`},
+		{[]string{"analyze", "--filler", "keepalive:800ms", trace}, "filler keepalive:800ms covers 1812 ms, 800 ms stay silent"},
+		{[]string{"analyze", "--filler", `after:800ms:"One moment."`, trace}, `filler after:800ms:"One moment." covers 984 ms, 1628 ms stay silent`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

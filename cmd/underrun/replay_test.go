@@ -78,8 +78,8 @@ func TestReplayToolCall(t *testing.T) {
 	if live != offline {
 		t.Errorf("replay report differs from analyze:\n%s\n%s", live, offline)
 	}
-	for _, want := range []string{"while a tool call runs", "tool-call silence: 2562.1 ms before token 4 (no underrun)",
-		"0 interruptions, 0 glitches, 0 ms of silence; 1 tool-call silence, 2562 ms"} {
+	for _, want := range []string{"while a tool call runs", "tool-call silence: 2612.1 ms before token 4 (no underrun)",
+		"0 interruptions, 0 glitches, 0 ms of silence; 1 tool-call silence, 2612 ms"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("live output lacks %q:\n%s", want, errOut)
 		}
