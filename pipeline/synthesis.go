@@ -34,9 +34,11 @@ func (p *Playout) latency(i int) time.Duration {
 
 // opensStream reports whether speech chunk i (> 0) opens a synthesis
 // stream of its own: the first after a tool call. The frameworks end the
-// reply at a tool call and synthesize the reply after it on a new stream
-// (LiveKit a new TTS stream per generation, a new context of the
-// synthesizer's), which waits the time to first audio again.
+// reply at a tool call and synthesize the reply after it on a new stream,
+// which waits the time to first audio again: LiveKit Agents 1.7.0 a new
+// TTS stream per generation (an ElevenLabs or Cartesia context of its
+// own), Pipecat (acead0507d7d, services/tts_service.py) a new turn
+// context from the reply's LLMFullResponseStartFrame.
 func (p *Playout) opensStream(i int) bool {
 	for _, s := range p.streams {
 		if s == i {
