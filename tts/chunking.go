@@ -355,6 +355,7 @@ func (c *scheduleChunker) send() {
 
 func (c *scheduleChunker) Deadline() (time.Duration, bool) { return 0, false }
 func (c *scheduleChunker) Expire(time.Duration) int        { return c.released }
+
 // Flush ends the stream: at the end of the turn, or where a tool call ends
 // the LLM's reply. The reply after a tool call is a new generation, which
 // LiveKit synthesizes on a new stream, with a new ElevenLabs context whose
