@@ -16,6 +16,9 @@ import (
 // Turn.finished when all of it is there.
 type driver interface {
 	speak(c *Timing)
+	// endReply says a tool call ended the LLM's reply: the chunks after
+	// it are the reply after the call (with the turn locked).
+	endReply()
 	close()
 }
 
@@ -99,6 +102,7 @@ func newRequestDriver(t *Turn) *requestDriver {
 
 func (d *requestDriver) speak(c *Timing) { d.q.push(c) }
 func (d *requestDriver) close()          { d.q.close() }
+func (d *requestDriver) endReply()       {} // a request per chunk already
 
 func (d *requestDriver) run() {
 	t := d.t
@@ -151,7 +155,8 @@ func (d *parallelDriver) speak(c *Timing) {
 	go d.fetch(c, a)
 }
 
-func (d *parallelDriver) close() { d.q.close() }
+func (d *parallelDriver) close()    { d.q.close() }
+func (d *parallelDriver) endReply() {} // a request per chunk already
 
 // fetch runs chunk c's request, collecting its audio.
 func (d *parallelDriver) fetch(c *Timing, a *answer) {
@@ -273,6 +278,17 @@ func (d *contextDriver) speak(c *Timing) {
 		run.dead = true
 		run.mu.Unlock()
 		run.ctx.Abort()
+	}
+}
+
+// endReply ends the input of the context: the reply after a tool call
+// is spoken into a new one, as the frameworks synthesize it on a stream of
+// its own (LiveKit a TTS stream per generation, Pipecat a new audio
+// context at the reply's start); its audio plays after this one's.
+func (d *contextDriver) endReply() {
+	if d.cur != nil {
+		d.cur.ctx.Close()
+		d.cur = nil
 	}
 }
 

@@ -211,9 +211,10 @@ func (t *Turn) Push(c pipeline.Chunk) (pipeline.Chunk, error) {
 
 // ToolCall notes that the stream stopped at tc.At for a tool call (times
 // from the turn's beginning): the LLM's reply ends there, so the policy
-// lets go of what it holds, as the frameworks' text aggregators do, and
-// the synthesis segment ends once that text is spoken (an output
-// transport sends its partial frame then).
+// lets go of what it holds, as the frameworks' text aggregators do, the
+// synthesis segment ends once that text is spoken (an output transport
+// sends its partial frame then), and in stream mode the reply after the
+// call is spoken into a synthesis context of its own.
 func (t *Turn) ToolCall(tc pipeline.ToolCall) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -229,6 +230,7 @@ func (t *Turn) ToolCall(tc pipeline.ToolCall) error {
 	if rel := t.chunker.Flush(); rel > t.released {
 		t.release(rel, tc.At)
 	}
+	t.driver.endReply()
 	t.arm()
 	if n := len(t.chunks); n > 0 && t.p.mode == tts.ModeStream {
 		// a request per chunk ends a segment with every chunk already

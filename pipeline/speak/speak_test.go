@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,5 +164,78 @@ func TestSynthesisFailsTurnGoesOn(t *testing.T) {
 	}
 	if len(r.Chunks) != 4 || r.Heard.Samples != samples || samples != 7*1102 {
 		t.Errorf("%d chunks, %d samples heard of %d; want 4 chunks, all 7 pieces heard", len(r.Chunks), r.Heard.Samples, samples)
+	}
+}
+
+// contexts counts the synthesis contexts a ContextSynthesizer opens.
+type contexts struct {
+	stream.ContextSynthesizer
+	mu sync.Mutex
+	n  int
+}
+
+func (c *contexts) OpenContext(ctx context.Context) (stream.Context, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.ContextSynthesizer.OpenContext(ctx)
+}
+
+// TestStreamModeToolCallOpensContext: in stream mode the reply after a
+// tool call is spoken into a new synthesis context, as the frameworks
+// synthesize it on a stream of its own; without the call one context
+// speaks the turn. The whole reply is heard either way.
+func TestStreamModeToolCallOpensContext(t *testing.T) {
+	t.Parallel()
+	e := streamtest.Espeak(t, 320)
+	for _, tool := range []bool{false, true} {
+		cfg := pipeline.DefaultConfig()
+		cfg.Synth.Mode = tts.ModeStream
+		cfg.Policy, _ = tts.ParsePolicy("word")
+		synth := &contexts{ContextSynthesizer: e}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		pl, err := player.New(22050, player.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go pl.Run(ctx, 0)
+		p, err := speak.New(speak.Config{Engine: cfg, Synthesizer: synth, Player: pl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := p.Begin(ctx, "t", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range []string{"Let", " me", " check.", " It", " is", " sunny."} {
+			if tool && i == 3 {
+				if err := tr.ToolCall(pipeline.ToolCall{At: 35 * time.Millisecond, Duration: 300 * time.Millisecond, Name: "get_weather"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tr.Push(pipeline.Chunk{At: time.Duration(10*i+10) * time.Millisecond, Text: w, Tokens: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tr.End(pipeline.StatusOK, ""); err != nil {
+			t.Fatal(err)
+		}
+		r, err := tr.Wait(ctx)
+		cancel()
+		pl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if tool {
+			want = 2
+		}
+		if synth.n != want || len(r.Chunks) != 6 || len(r.Errors) > 0 {
+			t.Errorf("tool call %v: %d contexts for %d chunks (errors %v), want %d for 6", tool, synth.n, len(r.Chunks), r.Errors, want)
+		}
+		// the whole reply is heard: more than a second of speech
+		if !r.Heard.Started || r.Heard.Speech < time.Second {
+			t.Errorf("tool call %v: heard %v of speech, want the whole reply", tool, r.Heard.Speech)
+		}
 	}
 }
