@@ -266,6 +266,15 @@ func (sess *session) open(id string) (*turnState, error) {
 	return ts, nil
 }
 
+// openAt returns the open turn m is about and m's time in it (at).
+func (sess *session) openAt(m Message, arrived time.Time) (*turnState, time.Duration, error) {
+	ts, err := sess.open(m.Turn)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ts, sess.at(ts, m, arrived), nil
+}
+
 // notStreaming is the error for a message about a turn that is not open.
 func notStreaming(id string) error {
 	return fmt.Errorf("%w: turn %q is not streaming (send turn_start first)", ErrRejected, id)
@@ -362,11 +371,10 @@ func (sess *session) turnEnd(m Message) error {
 }
 
 func (sess *session) bargeIn(m Message, arrived time.Time) error {
-	ts, err := sess.open(m.Turn)
+	ts, at, err := sess.openAt(m, arrived)
 	if err != nil {
 		return err
 	}
-	at := sess.at(ts, m, arrived)
 	sess.mu.Lock()
 	ts.barged, ts.bargeAt = true, at
 	sess.bargeIns++
@@ -381,11 +389,10 @@ func (sess *session) bargeIn(m Message, arrived time.Time) error {
 // toolMessage applies a tool_call or tool_result (the guard is called
 // without sess.mu: it raises events that take it).
 func (sess *session) toolMessage(m Message, arrived time.Time) error {
-	ts, err := sess.open(m.Turn)
+	ts, at, err := sess.openAt(m, arrived)
 	if err != nil {
 		return err
 	}
-	at := sess.at(ts, m, arrived)
 	sess.mu.Lock()
 	running, chunks, last := ts.tool, ts.chunks, ts.lastAt
 	sess.mu.Unlock()
