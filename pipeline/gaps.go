@@ -166,7 +166,7 @@ func (p *Playout) classifyKind(u *Underrun, kind uint8, n int) {
 // after it started (the token at whose arrival the tool call started was
 // not held up by it).
 func (p *Playout) toolBefore(u *Underrun) (ToolCall, bool) {
-	if len(p.tools) == 0 || u.Chunk < 1 || u.Token >= len(p.at) {
+	if len(p.tools) == 0 || u.Chunk < 1 || u.Token < 0 || u.Token >= len(p.at) {
 		return ToolCall{}, false
 	}
 	from := time.Duration(0)
