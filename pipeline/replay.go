@@ -259,25 +259,9 @@ func schedule(turns []*Turn) ([]replayStep, error) {
 		}
 		steps = append(steps, replayStep{at: begin, turn: i, chunk: -1, tool: -1})
 		last := time.Duration(0)
-		tools := 0
-		// a tool call starts after the chunk at its very moment
-		// (Playout.flushTools), and returns no later than the next chunk
-		tool := func(until time.Duration) {
-			tc := t.ToolCalls[tools]
-			steps = append(steps, replayStep{at: begin + tc.At, turn: i, tool: tools},
-				replayStep{at: begin + min(tc.End(), until), turn: i, tool: tools, back: true})
-			last = max(last, min(tc.End(), until))
-			tools++
-		}
-		for k, c := range t.Chunks {
-			for tools < len(t.ToolCalls) && t.ToolCalls[tools].At < c.At {
-				tool(c.At)
-			}
-			steps = append(steps, replayStep{at: begin + c.At, turn: i, chunk: k, tool: -1})
-			last = c.At
-		}
-		for tools < len(t.ToolCalls) {
-			tool(Unbounded)
+		for st := range t.Steps() {
+			steps = append(steps, replayStep{at: begin + st.At, turn: i, chunk: st.Chunk, tool: st.Tool, back: st.Return})
+			last = max(last, st.At)
 		}
 		steps = append(steps, replayStep{at: begin + last, turn: i, chunk: len(t.Chunks), tool: -1})
 		if !allStarts {

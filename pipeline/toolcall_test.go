@@ -140,3 +140,25 @@ func TestStreamAfterToolCall(t *testing.T) {
 		t.Errorf("with a tool call the chunks waited %v, want %v: the one after it opens a stream", got, want)
 	}
 }
+
+// TestTurnSteps: a tool call comes after the chunk at its very moment,
+// returns at its end but no later than the next chunk, and the calls after
+// the last chunk come at the end.
+func TestTurnSteps(t *testing.T) {
+	t.Parallel()
+	turn := textless("t", 10*ms, 20*ms, 50*ms)
+	turn.ToolCalls = []ToolCall{{At: 20 * ms, Duration: 100 * ms}, {At: 60 * ms, Duration: 30 * ms}}
+	var got []TurnStep
+	for st := range turn.Steps() {
+		got = append(got, st)
+	}
+	want := []TurnStep{
+		{At: 10 * ms, Chunk: 0, Tool: -1}, {At: 20 * ms, Chunk: 1, Tool: -1},
+		{At: 20 * ms, Chunk: -1, Tool: 0}, {At: 50 * ms, Chunk: -1, Tool: 0, Return: true},
+		{At: 50 * ms, Chunk: 2, Tool: -1},
+		{At: 60 * ms, Chunk: -1, Tool: 1}, {At: 90 * ms, Chunk: -1, Tool: 1, Return: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("steps\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"time"
 )
@@ -87,6 +88,47 @@ func (t *Turn) ToolPlaces() []int { return toolPlaces(t, nil) }
 
 // End is when the tool call returned.
 func (c ToolCall) End() time.Duration { return c.At + c.Duration }
+
+// TurnStep is one moment of a turn as it streamed: chunk Chunk arrived
+// (Tool -1), or tool call Tool started (Chunk -1; Return false) or
+// returned (Return true), at At since the request.
+type TurnStep struct {
+	At     time.Duration
+	Chunk  int
+	Tool   int
+	Return bool
+}
+
+// Steps yields the turn's chunks and tool calls in the order a live feed
+// sends them: a tool call after the chunk that arrives at its very moment
+// (Playout.flushTools), its return at its end but no later than the next
+// chunk, the calls after the last chunk at the end.
+func (t *Turn) Steps() iter.Seq[TurnStep] {
+	return func(yield func(TurnStep) bool) {
+		tools := 0
+		tool := func(until time.Duration) bool {
+			tc := t.ToolCalls[tools]
+			tools++
+			return yield(TurnStep{At: tc.At, Chunk: -1, Tool: tools - 1}) &&
+				yield(TurnStep{At: min(tc.End(), until), Chunk: -1, Tool: tools - 1, Return: true})
+		}
+		for k, c := range t.Chunks {
+			for tools < len(t.ToolCalls) && t.ToolCalls[tools].At < c.At {
+				if !tool(c.At) {
+					return
+				}
+			}
+			if !yield(TurnStep{At: c.At, Chunk: k, Tool: -1}) {
+				return
+			}
+		}
+		for tools < len(t.ToolCalls) {
+			if !tool(Unbounded) {
+				return
+			}
+		}
+	}
+}
 
 // ErrTurn reports a turn whose timings cannot be real.
 var ErrTurn = errors.New("invalid turn")

@@ -189,34 +189,17 @@ func Feed(ctx context.Context, dec trace.Decoder, opts FeedOptions) (FeedStats, 
 				sent.Add(1)
 				return true
 			}
-			// tool sends a tool call and its result, the result no later
-			// than until (the next chunk)
-			tools := t.ToolCalls
-			tool := func(until time.Duration) bool {
-				tc := tools[0]
-				tools = tools[1:]
-				b = appendToolMessage(b[:0], TypeToolCall, id, tc.Name, tc.At)
-				if !emit(tc.At, "tool call", -1) {
-					return false
+			for st := range t.Steps() {
+				what, k := "chunk", st.Chunk
+				switch {
+				case st.Tool >= 0 && st.Return:
+					b, what = appendToolMessage(b[:0], TypeToolResult, id, "", st.At), "tool result"
+				case st.Tool >= 0:
+					b, what = appendToolMessage(b[:0], TypeToolCall, id, t.ToolCalls[st.Tool].Name, st.At), "tool call"
+				default:
+					b = appendMessage(b[:0], TypeChunk, id, &t.Chunks[k], st.At, "")
 				}
-				end := min(tc.End(), until)
-				b = appendToolMessage(b[:0], TypeToolResult, id, "", end)
-				return emit(end, "tool result", -1)
-			}
-			for k := range t.Chunks {
-				c := &t.Chunks[k]
-				for len(tools) > 0 && tools[0].At < c.At {
-					if !tool(c.At) {
-						return
-					}
-				}
-				b = appendMessage(b[:0], TypeChunk, id, c, c.At, "")
-				if !emit(c.At, "chunk", k) {
-					return
-				}
-			}
-			for len(tools) > 0 {
-				if !tool(pipeline.Unbounded) {
+				if !emit(st.At, what, k) {
 					return
 				}
 			}

@@ -134,7 +134,7 @@ type watchKey struct{}
 type watch struct {
 	p         *Proxy
 	id        string
-	turn      *pipeline.Turn // the turn it streams into: its own, or one its request resumes after tool calls
+	turn      *pipeline.Turn // the turn it streams into: its stream's (s.Turn), or one its request resumes after tool calls
 	offset    time.Duration  // its times in the turn's (the turn's first request began this much earlier)
 	resumed   bool
 	path      string
@@ -196,7 +196,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	session := r.Header.Get(hdr)
 	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
 	wt.s = trace.NewStream(wt.id, session, start)
-	wt.turn = &pipeline.Turn{ID: wt.id, Session: session, Start: start}
+	wt.turn = &wt.s.Turn
 	if w := p.claim(req.Messages); w != nil {
 		p.resume(wt, w)
 	} else if p.Guard != nil {
@@ -207,8 +207,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	wt.s.OnChunk = func(c pipeline.Chunk) {
-		c.At += wt.offset
-		wt.turn.Chunks = append(wt.turn.Chunks, c)
+		if wt.resumed { // the stream's chunks go on with the turn it resumes
+			c.At += wt.offset
+			wt.turn.Chunks = append(wt.turn.Chunks, c)
+		}
 		if wt.guarded {
 			wt.record(p.Guard.Chunk(wt.turn.ID, c))
 		}
@@ -466,14 +468,13 @@ func (p *Proxy) finish(wt *watch, clientLeft bool) {
 	}
 	s.Close(at, readErr, clientLeft)
 	t := wt.turn
-	t.Status, t.Error = s.Turn.Status, s.Turn.Error
-	switch {
-	case !wt.resumed:
-		t.OutputTokens = s.Turn.OutputTokens
-	case t.OutputTokens > 0 && s.Turn.OutputTokens > 0:
-		t.OutputTokens += s.Turn.OutputTokens // the usage of every stream of the turn
-	default:
-		t.OutputTokens = 0 // a stream without usage: the chunks count
+	if wt.resumed {
+		t.Status, t.Error = s.Turn.Status, s.Turn.Error
+		if t.OutputTokens > 0 && s.Turn.OutputTokens > 0 {
+			t.OutputTokens += s.Turn.OutputTokens // the usage of every stream of the turn
+		} else {
+			t.OutputTokens = 0 // a stream without usage: the chunks count
+		}
 	}
 	if !p.park(wt) {
 		p.endTurn(t, wt.guarded)
