@@ -334,11 +334,10 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 	if tools {
 		// a tool call since the last chunk: the stream resumed (the guard
 		// ended the call too), and the call's time is no ITL
+		sess.endTool(ts, at)
 		sess.mu.Lock()
-		tc := sess.toolReturned(ts, at)
 		pause, ts.toolPause = ts.toolPause, 0
 		sess.mu.Unlock()
-		sess.recordTool(ts, tc)
 	}
 	sess.srv.rec.chunk(ts.rec, c)
 	if n == 0 {
@@ -404,10 +403,7 @@ func (sess *session) toolMessage(m Message, arrived time.Time) error {
 		if err := sess.guard.ToolReturned(m.Turn, at); err != nil {
 			return fmt.Errorf("%w: %w", ErrRejected, err)
 		}
-		sess.mu.Lock()
-		tc := sess.toolReturned(ts, at)
-		sess.mu.Unlock()
-		sess.recordTool(ts, tc)
+		sess.endTool(ts, at)
 		return nil
 	}
 	if chunks > 0 && at < last {
@@ -420,33 +416,27 @@ func (sess *session) toolMessage(m Message, arrived time.Time) error {
 	if err := sess.guard.ToolCall(m.Turn, pipeline.ToolCall{At: at, Name: m.Name}); err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
+	sess.endTool(ts, at) // a call running ends where this one starts
 	sess.mu.Lock()
-	prev := sess.toolReturned(ts, at) // a call running ends where this one starts
 	ts.tool = &pipeline.ToolCall{At: at, Name: m.Name}
 	sess.mu.Unlock()
-	sess.recordTool(ts, prev)
 	sess.log.Info().Str("event", "tool_call").Str("turn", m.Turn).Str("name", m.Name).Float64("at_ms", pipeline.Millis(at)).Msg("tool_call")
 	sess.publish(eventMessage{Type: "tool_call", Session: sess.id, Turn: m.Turn, Name: m.Name,
 		AtMs: pipeline.Millis(at), UnixNs: ts.begin.Add(at).UnixNano()})
 	return nil
 }
 
-// toolReturned ends the turn's running tool call, if any, at at (sess.mu
-// held), and returns it for the recording (recordTool), or nil.
-func (sess *session) toolReturned(ts *turnState, at time.Duration) *pipeline.ToolCall {
+// endTool ends the turn's running tool call, if any, at at, and records
+// it (sess.mu not held: the recording may wait for its writer).
+func (sess *session) endTool(ts *turnState, at time.Duration) {
+	sess.mu.Lock()
 	tc := ts.tool
-	if tc == nil {
-		return nil
+	if tc != nil {
+		tc.Duration = max(0, at-tc.At)
+		ts.tool = nil
+		ts.toolPause += tc.Duration
 	}
-	tc.Duration = max(0, at-tc.At)
-	ts.tool = nil
-	ts.toolPause += tc.Duration
-	return tc
-}
-
-// recordTool records a tool call that has returned (nil: none; sess.mu
-// not held: the recording may wait for its writer).
-func (sess *session) recordTool(ts *turnState, tc *pipeline.ToolCall) {
+	sess.mu.Unlock()
 	if tc != nil {
 		sess.srv.rec.tool(ts.rec, *tc)
 	}
@@ -462,10 +452,7 @@ func (sess *session) finish(ts *turnState, status pipeline.Status, errText strin
 		// the turn ended with its tool call running: it ran until now
 		at := max(sess.srv.clock.Now().Sub(ts.begin), running.At)
 		_ = sess.guard.ToolReturned(ts.id, at)
-		sess.mu.Lock()
-		tc := sess.toolReturned(ts, at)
-		sess.mu.Unlock()
-		sess.recordTool(ts, tc)
+		sess.endTool(ts, at)
 	}
 	err := sess.guard.End(ts.id, status)
 	sess.mu.Lock()
