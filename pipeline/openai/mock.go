@@ -346,8 +346,9 @@ func (s *mockStream) text(c pipeline.Chunk) string {
 	return s.fill.Text(c.TokenCount())
 }
 
-// chunks returns how many of the turn's chunks are sent, and the tokens
-// they carry, within the request's token limit.
+// chunks returns how many of the part's chunks are sent (seg: the whole
+// turn unless it has tool calls, see part), the tokens they carry, within
+// the request's token limit, and the finish reason.
 func (s *mockStream) chunks() (n, tokens int, finish string) {
 	for _, c := range s.seg {
 		if s.limit > 0 && tokens+c.TokenCount() > s.limit {
