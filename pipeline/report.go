@@ -340,10 +340,10 @@ func (r *Report) Add(t *Turn, p *Playout) {
 				r.TurnsOverSLO++
 			}
 		}
-		tools := t.ToolPauses()
-		for i := 1; i < len(t.Chunks) && !r.itlElsewhere; i++ {
-			from, to := t.Chunks[i-1].At, t.Chunks[i].At
-			r.itl.AddDuration(to - from - tools.Within(from, to))
+		if !r.itlElsewhere {
+			for itl := range t.ITLs() {
+				r.itl.AddDuration(itl)
+			}
 		}
 	}
 	for _, c := range t.Chunks {

@@ -238,6 +238,20 @@ func (t *Turn) TPOTOver(n int) (float64, bool) {
 	return (last - first - tools.Within(first, last)).Seconds() / float64(n-1), true
 }
 
+// ITLs yields the turn's inter-token latencies in order, each less the
+// time of the tool calls that started in it (ToolPauses).
+func (t *Turn) ITLs() iter.Seq[time.Duration] {
+	return func(yield func(time.Duration) bool) {
+		tools := t.ToolPauses()
+		for i := 1; i < len(t.Chunks); i++ {
+			from, to := t.Chunks[i-1].At, t.Chunks[i].At
+			if !yield(to - from - tools.Within(from, to)) {
+				return
+			}
+		}
+	}
+}
+
 // ToolPauses walks the turn's tool calls in time order (ToolPauses.Within).
 func (t *Turn) ToolPauses() ToolPauses { return ToolPauses{tools: t.ToolCalls} }
 

@@ -475,10 +475,8 @@ func (e *Exporter) record(f figures, us []pipeline.Underrun, t *pipeline.Turn) {
 	if f.hasTiming {
 		in.ttfc.Record(ctx, f.tm.TTFT.Seconds(), op, prov)
 		in.duration.Record(ctx, f.tm.E2E.Seconds(), op, prov)
-		tools := t.ToolPauses() // a tool call's time is no decode time
-		for i := 1; i < len(t.Chunks); i++ {
-			from, to := t.Chunks[i-1].At, t.Chunks[i].At
-			in.tpoc.Record(ctx, (to - from - tools.Within(from, to)).Seconds(), op, prov)
+		for itl := range t.ITLs() { // a tool call's time is no decode time
+			in.tpoc.Record(ctx, itl.Seconds(), op, prov)
 		}
 		in.tokens.Record(ctx, int64(t.Tokens()), op, prov, genaiconv.TokenTypeOutput)
 	}
