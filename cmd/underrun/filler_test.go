@@ -44,7 +44,7 @@ func TestFillerFlag(t *testing.T) {
 // TestSpeakAndHeardToolCall: speak replays the tool-call trace through
 // real espeak-ng audio: the words before the call are spoken while it
 // runs, the silence is heard as predicted and kept apart with --filler's
-// cover; heard finds the same silence in the recording, cause tool_call.
+// cover, the live guard tells it as the tool's; heard finds the same silence in the recording, cause tool_call.
 func TestSpeakAndHeardToolCall(t *testing.T) {
 	t.Parallel()
 	streamtest.Espeak(t, 175)
@@ -55,10 +55,16 @@ func TestSpeakAndHeardToolCall(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("speak: exit %d: %s\n%s", code, errOut, out)
 	}
-	for _, want := range []string{"underruns: 0 (0 ms)", "tool-call silences (not underruns): 1 (", "filler keepalive:800ms covers ", ", 800 ms stay silent", "1 of 1 gaps heard as predicted"} {
+	// the live guard's lines ("model:") call the silence the tool's too
+	for _, want := range []string{"model: silence started: the player ran dry after token 3 arrived, while a tool call runs",
+		"model: tool-call silence: 2612.1 ms before token 4 (no underrun)",
+		"underruns: 0 (0 ms)", "tool-call silences (not underruns): 1 (", "filler keepalive:800ms covers ", ", 800 ms stay silent", "1 of 1 gaps heard as predicted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("speak output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "model: underrun:") {
+		t.Errorf("the live guard calls the tool's silence an underrun:\n%s", out)
 	}
 	code, out, errOut = runCLI(t, "", "heard", "--filler", "keepalive:800ms", wav, rec)
 	if code != exitOK {

@@ -137,15 +137,41 @@ func (st *SessionTurn) Push(c pipeline.Chunk) error {
 	return nil
 }
 
-// ToolCall notes a tool call of the turn (Turn.ToolCall).
+// ToolCall notes a tool call of the turn at tc.At: the pipeline ends the
+// reply there (Turn.ToolCall), the guard hears the silence as the tool's
+// (Guard.ToolCall), and the recording keeps the call as tc gives it.
 func (st *SessionTurn) ToolCall(tc pipeline.ToolCall) error {
 	if err := st.t.ToolCall(tc); err != nil {
+		return err
+	}
+	if err := st.s.opts.Guard.ToolCall(st.id, tc); err != nil {
 		return err
 	}
 	if rec := st.s.opts.Recorder; rec != nil {
 		st.s.fail(rec.WriteToolCall(st.id, tc))
 	}
 	return nil
+}
+
+// ToolReturned notes that the turn's tool call returned at at (from the
+// turn's beginning; 0: now): the guard warns of stalls again from the
+// speech after it (Guard.ToolReturned).
+func (st *SessionTurn) ToolReturned(at time.Duration) error {
+	return st.s.opts.Guard.ToolReturned(st.id, at)
+}
+
+// step feeds one step of recorded turn t (Turn.Steps).
+func (st *SessionTurn) step(t *pipeline.Turn, step pipeline.TurnStep) error {
+	switch {
+	case step.Tool < 0:
+		ch := t.Chunks[step.Chunk]
+		ch.At = max(ch.At, 1) // a chunk at the very request: At must be set
+		return st.Push(ch)
+	case step.Return:
+		return st.ToolReturned(max(step.At, 1))
+	default:
+		return st.ToolCall(t.ToolCalls[step.Tool])
+	}
 }
 
 // End closes the turn's stream.
@@ -218,27 +244,12 @@ func (s *Session) Replay(ctx context.Context, turns []*pipeline.Turn, pause time
 		if err != nil {
 			return &TurnError{Turn: t.ID, Err: err}
 		}
-		tools := t.ToolCalls
-		for _, ch := range t.Chunks {
-			for ; len(tools) > 0 && tools[0].At < ch.At; tools = tools[1:] {
-				// the reply stopped for a tool call before this chunk
-				if err := wait(begin.Add(tools[0].At)); err != nil {
-					st.Abort()
-					return err
-				}
-				if err := st.ToolCall(tools[0]); err != nil {
-					st.Abort()
-					return &TurnError{Turn: t.ID, Err: err}
-				}
-			}
-			if err := wait(begin.Add(ch.At)); err != nil {
+		for step := range t.Steps() {
+			if err := wait(begin.Add(step.At)); err != nil {
 				st.Abort()
 				return err
 			}
-			if ch.At <= 0 {
-				ch.At = 1 // a chunk at the very request: At must be set
-			}
-			if err := st.Push(ch); err != nil {
+			if err := st.step(t, step); err != nil {
 				st.Abort()
 				return &TurnError{Turn: t.ID, Err: err}
 			}

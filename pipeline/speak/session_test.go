@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +18,9 @@ import (
 )
 
 // toneSession is a Session of cfg speaking with toneSynth in real time,
-// recording into recorded, its player and guard closed with the test.
-func toneSession(t *testing.T, ctx context.Context, cfg pipeline.Config, recorded *bytes.Buffer) *speak.Session {
+// recording into recorded, its guard's events told to onEvent (if set),
+// its player and guard closed with the test.
+func toneSession(t *testing.T, ctx context.Context, cfg pipeline.Config, recorded *bytes.Buffer, onEvent func(pipeline.Event)) *speak.Session {
 	t.Helper()
 	pl, err := player.New(22050, player.Options{Preroll: cfg.Preroll})
 	if err != nil {
@@ -29,7 +32,7 @@ func toneSession(t *testing.T, ctx context.Context, cfg pipeline.Config, recorde
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock()})
+	guard, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: pipeline.RealClock(), OnEvent: onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +54,7 @@ func TestSessionReplay(t *testing.T) {
 	cfg := pipeline.DefaultConfig()
 	cfg.Synth.Mode = tts.ModeRequest
 	var recorded bytes.Buffer
-	s := toneSession(t, ctx, cfg, &recorded)
+	s := toneSession(t, ctx, cfg, &recorded, nil)
 	good := sim.ConstantTurn("t1", "One two three four.", 10*time.Millisecond, 10*time.Millisecond, nil)
 	bad := &pipeline.Turn{ID: "t2", Chunks: []pipeline.Chunk{{At: 20 * time.Millisecond, Text: "Later", Tokens: 1}, {At: 10 * time.Millisecond, Text: " sooner", Tokens: 1}}}
 	var heard []string
@@ -104,8 +107,15 @@ func TestSessionReplayToolCall(t *testing.T) {
 	cfg.Synth.Mode = tts.ModeRequest
 	cfg.Policy, _ = tts.ParsePolicy("word")
 	var recorded bytes.Buffer
-	s := toneSession(t, ctx, cfg, &recorded)
-	turn := &pipeline.Turn{ID: "t1", ToolCalls: []pipeline.ToolCall{{At: 50 * ms, Duration: 800 * ms, Name: "get_weather"}}}
+	var mu sync.Mutex
+	var events []pipeline.Event
+	s := toneSession(t, ctx, cfg, &recorded, func(e pipeline.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	})
+	// the reply ends with a second call, after its last words
+	turn := &pipeline.Turn{ID: "t1", ToolCalls: []pipeline.ToolCall{{At: 50 * ms, Duration: 800 * ms, Name: "get_weather"}, {At: 880 * ms, Duration: 30 * ms, Name: "log_answer"}}}
 	for i, w := range []string{"Sure,", " let", " me", " check.", " It", " is", " sunny."} {
 		at := time.Duration(10*(i+1)) * ms
 		if i >= 4 {
@@ -122,8 +132,20 @@ func TestSessionReplayToolCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Record.ToolCalls) != 1 || res.Record.ToolCalls[0].Name != "get_weather" {
+	if len(res.Record.ToolCalls) != 2 || res.Record.ToolCalls[0].Name != "get_weather" || res.Record.ToolCalls[1].Name != "log_answer" {
 		t.Fatalf("recorded tool calls %+v", res.Record.ToolCalls)
+	}
+	// the live guard was told of both calls and their returns
+	mu.Lock()
+	var guarded []pipeline.ToolCall
+	for _, e := range events {
+		if e.Kind == pipeline.EventTurn {
+			guarded = e.Record.ToolCalls
+		}
+	}
+	mu.Unlock()
+	if !slices.Equal(guarded, res.Record.ToolCalls) {
+		t.Errorf("the guard's tool calls %+v, want %+v", guarded, res.Record.ToolCalls)
 	}
 	for _, c := range res.Chunks {
 		if strings.Contains(c.Text, "check.") && c.Release != 50*ms {
@@ -139,7 +161,10 @@ func TestSessionReplayToolCall(t *testing.T) {
 	if r.ToolSilences.Count != 1 || r.Underruns.Count != 0 || r.FillerCover.TotalMs <= 0 {
 		t.Fatalf("heard: %d tool-call silences, %d underruns, filler covers %v ms; want 1, 0 and some", r.ToolSilences.Count, r.Underruns.Count, r.FillerCover.TotalMs)
 	}
-	if !strings.Contains(recorded.String(), `{"type":"tool","turn":"t1","t_ns":50000000,"duration_ns":800000000,"name":"get_weather"}`) {
-		t.Errorf("the recording lacks the tool call:\n%s", recorded.String())
+	for _, want := range []string{`{"type":"tool","turn":"t1","t_ns":50000000,"duration_ns":800000000,"name":"get_weather"}`,
+		`{"type":"tool","turn":"t1","t_ns":880000000,"duration_ns":30000000,"name":"log_answer"}`} {
+		if !strings.Contains(recorded.String(), want) {
+			t.Errorf("the recording lacks the tool call %s:\n%s", want, recorded.String())
+		}
 	}
 }
