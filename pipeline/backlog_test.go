@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -83,7 +84,7 @@ func TestPlayedAudioSkipsGaps(t *testing.T) {
 func TestChunkStep(t *testing.T) {
 	t.Parallel()
 	cfg := guardConfig(t, "word", 100*gms, 0.5, 0)
-	turn := wordTurn("t", guardText, 250*gms, 37*gms, stall{3, 700 * gms})
+	turn := testkit.WordTurn("t", guardText, 250*gms, 37*gms, map[int]time.Duration{3: 700 * gms})
 	byChunk, clock1, c1 := manualGuard(t, cfg, 50*gms)
 	byStep, clock2, c2 := manualGuard(t, cfg, 50*gms)
 	for _, g := range []*pipeline.Guard{byChunk, byStep} {

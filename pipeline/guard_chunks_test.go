@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 // TestGuardLogsChunks: a guard with a logger writes one "chunk" event per
@@ -16,7 +18,7 @@ import (
 // and proxy --events).
 func TestGuardLogsChunks(t *testing.T) {
 	t.Parallel()
-	turn := wordTurn("c", guardText, 250*gms, 37*gms, stall{3, 1500 * gms})
+	turn := testkit.WordTurn("c", guardText, 250*gms, 37*gms, map[int]time.Duration{3: 1500 * gms})
 	cfg := guardConfig(t, "sentence", 150*gms, 0.2, 0)
 	off, err := pipeline.Play(cfg, turn)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,32 +20,6 @@ const guardText = `Sure! Here is what I found about your flight. It leaves at ni
 twelve, and boarding starts forty minutes before. The weather at your destination looks mild,
 around eighteen degrees, with a chance of rain in the evening. Would you like me to add the
 trip to your calendar, or send the details to your phone?`
-
-// stall is an extra delay before one token.
-type stall struct {
-	token int
-	delay time.Duration
-}
-
-// wordTurn streams text one word (with its leading space) per token: the
-// first at ttft, each next tpot later, plus the stalls.
-func wordTurn(id, text string, ttft, tpot time.Duration, stalls ...stall) *pipeline.Turn {
-	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK}
-	at := ttft
-	for i, w := range strings.Fields(text) {
-		if i > 0 {
-			at += tpot
-			w = " " + w
-		}
-		for _, s := range stalls {
-			if s.token == i {
-				at += s.delay
-			}
-		}
-		t.Chunks = append(t.Chunks, pipeline.Chunk{At: at, Text: w, Tokens: 1})
-	}
-	return t
-}
 
 const gms = time.Millisecond
 
@@ -168,12 +141,12 @@ func liveRun(t *testing.T, cfg pipeline.Config, turn *pipeline.Turn, warn time.D
 
 func TestGuardMatchesOffline(t *testing.T) {
 	t.Parallel()
-	stalls := []stall{{2, 600 * gms}, {25, 900 * gms}, {26, 300 * gms}}
-	def := wordTurn("default", guardText, 250*gms, 37*gms, stall{3, 1500 * gms}, stall{8, 3000 * gms})
-	slow := wordTurn("slow", guardText, 300*gms, 420*gms, stalls...)
-	fast := wordTurn("fast", "Hi. Short answer, then a stall. And more text after it, to finish the turn.", 200*gms, 20*gms, stalls...)
+	stalls := map[int]time.Duration{2: 600 * gms, 25: 900 * gms, 26: 300 * gms}
+	def := testkit.WordTurn("default", guardText, 250*gms, 37*gms, map[int]time.Duration{3: 1500 * gms, 8: 3000 * gms})
+	slow := testkit.WordTurn("slow", guardText, 300*gms, 420*gms, stalls)
+	fast := testkit.WordTurn("fast", "Hi. Short answer, then a stall. And more text after it, to finish the turn.", 200*gms, 20*gms, stalls)
 	bare := textlessTurn("bare", 100*gms, 150*gms, 200*gms, 900*gms, 950*gms, 2000*gms, 2010*gms)
-	tool := withToolCalls(wordTurn("tool", guardText, 250*gms, 37*gms, stall{20, 900 * gms}), 6, 12)
+	tool := withToolCalls(testkit.WordTurn("tool", guardText, 250*gms, 37*gms, map[int]time.Duration{20: 900 * gms}), 6, 12)
 	cases := []struct {
 		name    string
 		policy  string
@@ -528,8 +501,8 @@ func TestGuardConcurrentTurns(t *testing.T) {
 	const n = 16
 	turns := make([]*pipeline.Turn, n)
 	for i := range turns {
-		turns[i] = wordTurn(fmt.Sprintf("t%d", i), "One two three, four five. Six seven eight nine ten eleven.",
-			time.Duration(i+1)*gms, time.Duration(2+i%3)*gms, stall{3, time.Duration(5+i) * gms})
+		turns[i] = testkit.WordTurn(fmt.Sprintf("t%d", i), "One two three, four five. Six seven eight nine ten eleven.",
+			time.Duration(i+1)*gms, time.Duration(2+i%3)*gms, map[int]time.Duration{3: time.Duration(5+i) * gms})
 	}
 	var wg sync.WaitGroup
 	for _, turn := range turns {
@@ -653,7 +626,7 @@ func TestManualClockOrder(t *testing.T) {
 
 func BenchmarkGuardChunk(b *testing.B) {
 	cfg := guardConfig(b, "word", 100*gms, 0.1, 0)
-	turn := wordTurn("b", guardText, 250*gms, 37*gms, stall{3, 700 * gms})
+	turn := testkit.WordTurn("b", guardText, 250*gms, 37*gms, map[int]time.Duration{3: 700 * gms})
 	clock := pipeline.NewManualClock(epoch)
 	g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: clock, WarnTolerance: 100 * gms})
 	if err != nil {

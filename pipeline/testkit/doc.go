@@ -3,6 +3,6 @@
 // kernel's receive stamps kept on for a test, the check that a server
 // closes idle keep-alive connections, the events of a vLLM chat stream,
 // a reader read to its end, an engine configuration of a policy and a
-// synthesizer, and the arrays of a result file written by hand. Only
-// tests import it.
+// synthesizer, a turn streamed a word per token, and the arrays of a
+// result file written by hand. Only tests import it.
 package testkit

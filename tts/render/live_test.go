@@ -67,7 +67,7 @@ func TestSpeechMatchesRender(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			turn := wordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
+			turn := testkit.WordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
 			p, err := pipeline.Play(tc.cfg, turn)
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,22 +21,6 @@ const ms = time.Millisecond
 const paragraph = `Sure, here is the plan for tomorrow. We meet at nine at the station, take the
 early train to the coast, and walk the cliff path to the lighthouse. Lunch is at the harbour.
 If it rains, we visit the museum instead, which opens at ten.`
-
-// wordTurn streams text a word per token: the first at ttft, then every
-// tpot, with extra delays before some tokens.
-func wordTurn(id, text string, ttft, tpot time.Duration, stalls map[int]time.Duration) *pipeline.Turn {
-	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK}
-	at := ttft
-	for i, w := range strings.Fields(text) {
-		if i > 0 {
-			at += tpot
-			w = " " + w
-		}
-		at += stalls[i]
-		t.Chunks = append(t.Chunks, pipeline.Chunk{At: at, Text: w, Tokens: 1})
-	}
-	return t
-}
 
 // withMode returns cfg in the timing mode m.
 func withMode(cfg pipeline.Config, m tts.Mode) pipeline.Config {
@@ -191,12 +174,12 @@ func TestRenderFindsUnderruns(t *testing.T) {
 		cfg  pipeline.Config
 		turn *pipeline.Turn
 	}{
-		{"word", testkit.Config(t, "word", 120*ms, 0.1), wordTurn("w", paragraph, 300*ms, 40*ms, stalls)},
-		{"sentence", testkit.Config(t, "sentence", 250*ms, 0.3), wordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{8: 3000 * ms, 31: 6000 * ms, 37: 6000 * ms})},
-		{"slow-pace", testkit.Config(t, "word", 80*ms, 0.1), wordTurn("p", paragraph, 200*ms, 420*ms, nil)},
-		{"slow-synth", testkit.Config(t, "sentence", 100*ms, 1.7), wordTurn("r", paragraph, 200*ms, 30*ms, nil)},
-		{"word-request", withMode(testkit.Config(t, "word", 250*ms, 0.5), tts.ModeRequest), wordTurn("q", paragraph, 300*ms, 40*ms, stalls)},
-		{"token-parallel", withMode(testkit.Config(t, "token", 120*ms, 1.2), tts.ModeParallel), wordTurn("l", paragraph, 300*ms, 40*ms, stalls)},
+		{"word", testkit.Config(t, "word", 120*ms, 0.1), testkit.WordTurn("w", paragraph, 300*ms, 40*ms, stalls)},
+		{"sentence", testkit.Config(t, "sentence", 250*ms, 0.3), testkit.WordTurn("s", paragraph, 300*ms, 40*ms, map[int]time.Duration{8: 3000 * ms, 31: 6000 * ms, 37: 6000 * ms})},
+		{"slow-pace", testkit.Config(t, "word", 80*ms, 0.1), testkit.WordTurn("p", paragraph, 200*ms, 420*ms, nil)},
+		{"slow-synth", testkit.Config(t, "sentence", 100*ms, 1.7), testkit.WordTurn("r", paragraph, 200*ms, 30*ms, nil)},
+		{"word-request", withMode(testkit.Config(t, "word", 250*ms, 0.5), tts.ModeRequest), testkit.WordTurn("q", paragraph, 300*ms, 40*ms, stalls)},
+		{"token-parallel", withMode(testkit.Config(t, "token", 120*ms, 1.2), tts.ModeParallel), testkit.WordTurn("l", paragraph, 300*ms, 40*ms, stalls)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,7 +258,7 @@ func abs(x int) int { return max(x, -x) }
 func TestRenderMarksGaps(t *testing.T) {
 	t.Parallel()
 	cfg := testkit.Config(t, "word", 100*ms, 0.1)
-	turn := wordTurn("m", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
+	turn := testkit.WordTurn("m", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
 	p, err := pipeline.Play(cfg, turn)
 	if err != nil {
 		t.Fatal(err)
@@ -315,11 +298,11 @@ func TestRenderEmptyAndMismatch(t *testing.T) {
 	if err != nil || len(a.Samples) != 0 {
 		t.Errorf("empty turn: %d samples, %v", len(a.Samples), err)
 	}
-	long := wordTurn("l", paragraph, 100*ms, 40*ms, nil)
+	long := testkit.WordTurn("l", paragraph, 100*ms, 40*ms, nil)
 	if p, err = pipeline.Play(cfg, long); err != nil {
 		t.Fatal(err)
 	}
-	short := wordTurn("l", "Just this.", 100*ms, 40*ms, nil)
+	short := testkit.WordTurn("l", "Just this.", 100*ms, 40*ms, nil)
 	if _, err := Turn(context.Background(), short, p, Options{}); err == nil {
 		t.Error("rendering a playout with another turn's text: no error")
 	}
@@ -341,7 +324,7 @@ func TestRenderEspeak(t *testing.T) {
 	cfg := testkit.Config(t, "sentence", 150*ms, 0.2)
 	cache := tts.NewCache(ctx, e)
 	cfg.Durations = cache
-	turn := wordTurn("e", paragraph, 300*ms, 40*ms, map[int]time.Duration{9: 2500 * ms, 30: 4000 * ms})
+	turn := testkit.WordTurn("e", paragraph, 300*ms, 40*ms, map[int]time.Duration{9: 2500 * ms, 30: 4000 * ms})
 	p, err := pipeline.Play(cfg, turn)
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +363,7 @@ func TestRenderEspeak(t *testing.T) {
 
 func BenchmarkRenderTurn(b *testing.B) {
 	cfg := testkit.Config(b, "word", 100*ms, 0.1)
-	turn := wordTurn("b", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
+	turn := testkit.WordTurn("b", paragraph, 300*ms, 40*ms, map[int]time.Duration{3: 1000 * ms})
 	p, err := pipeline.Play(cfg, turn)
 	if err != nil {
 		b.Fatal(err)
