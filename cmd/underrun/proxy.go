@@ -36,7 +36,9 @@ open for --tool-wait (2 minutes), for the request that carries their results (it
 last message a "tool" message naming one of the calls): that request's
 stream goes on with the same turn, so the silence between is the tool
 call's, never an underrun, and the recording holds one turn with its tool
-record, as analyze reads it.
+record, as analyze reads it. The --sse capture keeps each stream's bytes,
+its request record naming the turn it resumes, and reads back as the same
+joined turns.
 
 -o FILE records the native trace of every stream as it passes; --sse FILE
 the raw SSE bytes with their arrival times. These recordings and an --events

@@ -356,7 +356,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 	var capture *trace.CaptureStream
 	if c.Capture != nil {
 		var cerr error
-		capture, cerr = c.Capture.Begin(id, session, start, http.MethodPost, hreq.URL.Path, req.Model)
+		capture, cerr = c.Capture.Begin(trace.CaptureRequest{Stream: id, Session: session, Start: start, Method: http.MethodPost, Path: hreq.URL.Path, Model: req.Model})
 		record(cerr)
 	}
 	var readErr error

@@ -322,7 +322,11 @@ func (wt *watch) begin() {
 	}
 	if wt.p.Capture != nil {
 		var err error
-		wt.capture, err = wt.p.Capture.Begin(wt.id, wt.s.Turn.Session, wt.start, http.MethodPost, wt.path, wt.model)
+		r := trace.CaptureRequest{Stream: wt.id, Session: wt.s.Turn.Session, Start: wt.start, Method: http.MethodPost, Path: wt.path, Model: wt.model}
+		if wt.resumed {
+			r.Resumes, r.ResumeAt = wt.turn.ID, wt.offset
+		}
+		wt.capture, err = wt.p.Capture.Begin(r)
 		wt.record(err)
 	}
 }
@@ -352,8 +356,8 @@ func (p *Proxy) claim(msgs []Message) *toolTurn {
 func (p *Proxy) resume(wt *watch, w *toolTurn) {
 	wt.turn, wt.resumed, wt.guarded = &w.turn, true, w.guarded
 	wt.offset = wt.start.Sub(w.turn.Start)
+	trace.ResumeAfterTools(&w.turn, wt.offset)
 	tc := &w.turn.ToolCalls[len(w.turn.ToolCalls)-1]
-	tc.Duration = max(0, wt.offset-tc.At)
 	if wt.guarded {
 		wt.record(p.Guard.ToolReturned(w.turn.ID, max(wt.offset, tc.At, 1)))
 	}
@@ -371,22 +375,15 @@ type toolWriter interface {
 // the client still there): the Guard is told the stream stopped for the
 // first of them, and the turn waits ToolWait for their results.
 func (p *Proxy) park(wt *watch) bool {
-	s := wt.s
-	if s.Stats.FinishReason != "tool_calls" || len(s.ToolCalls) == 0 || s.Turn.Status != pipeline.StatusOK {
+	t := wt.turn
+	if !trace.StopForTools(t, wt.s, wt.offset) {
 		return false
 	}
-	call := s.ToolCalls[0]
-	t := wt.turn
-	tc := pipeline.ToolCall{At: call.At + wt.offset, Name: call.Name}
-	if n := len(t.Chunks); n > 0 {
-		tc.At = max(tc.At, t.Chunks[n-1].At)
-	}
-	t.ToolCalls = append(t.ToolCalls, tc)
 	if wt.guarded {
-		wt.record(p.Guard.ToolCall(t.ID, tc))
+		wt.record(p.Guard.ToolCall(t.ID, t.ToolCalls[len(t.ToolCalls)-1]))
 	}
 	w := &toolTurn{turn: *t, guarded: wt.guarded}
-	for _, c := range s.ToolCalls {
+	for _, c := range wt.s.ToolCalls {
 		w.ids = append(w.ids, c.ID)
 	}
 	wait := p.ToolWait
@@ -418,7 +415,7 @@ func (p *Proxy) Close() {
 	}
 	p.mu.Unlock()
 	for _, w := range ended {
-		p.endTurn(&w.turn, w.guarded)
+		p.endWaiting(w)
 	}
 }
 
@@ -431,12 +428,22 @@ func (p *Proxy) expire(w *toolTurn) {
 		}
 	}
 	p.mu.Unlock()
-	p.endTurn(&w.turn, w.guarded)
+	p.endWaiting(w)
 }
 
-// endTurn ends a turn: the Guard's, the Trace's, OnTurn.
-func (p *Proxy) endTurn(t *pipeline.Turn, guarded bool) {
-	var errs []error
+// endWaiting ends a turn whose tool results never came: the Trace keeps
+// the call it stopped for, not returned.
+func (p *Proxy) endWaiting(w *toolTurn) {
+	var err error
+	if tw, ok := p.Trace.(toolWriter); ok {
+		err = tw.WriteToolCall(w.turn.ID, w.turn.ToolCalls[len(w.turn.ToolCalls)-1])
+	}
+	p.endTurn(&w.turn, w.guarded, err)
+}
+
+// endTurn ends a turn: the Guard's, the Trace's, OnTurn; errs are what
+// went wrong recording it before.
+func (p *Proxy) endTurn(t *pipeline.Turn, guarded bool, errs ...error) {
 	if guarded {
 		errs = append(errs, p.Guard.End(t.ID, t.Status))
 	}
@@ -469,12 +476,7 @@ func (p *Proxy) finish(wt *watch, clientLeft bool) {
 	s.Close(at, readErr, clientLeft)
 	t := wt.turn
 	if wt.resumed {
-		t.Status, t.Error = s.Turn.Status, s.Turn.Error
-		if t.OutputTokens > 0 && s.Turn.OutputTokens > 0 {
-			t.OutputTokens += s.Turn.OutputTokens // the usage of every stream of the turn
-		} else {
-			t.OutputTokens = 0 // a stream without usage: the chunks count
-		}
+		trace.EndResumed(t, s)
 	}
 	if !p.park(wt) {
 		p.endTurn(t, wt.guarded)

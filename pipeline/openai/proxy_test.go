@@ -391,26 +391,34 @@ func TestProxyJoinsToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec testkit.Buffer
+	var rec, capture testkit.Buffer
+	var px *Proxy
 	proxy := proxyTo(t, mock.URL+"/v1", func(p *Proxy) {
-		p.Guard, p.Trace = g, SyncTrace(trace.NewWriter(&rec, "proxy"))
+		p.Guard, p.Trace, px = g, SyncTrace(trace.NewWriter(&rec, "proxy")), p
+		p.Capture = trace.NewCaptureWriter(&capture, "proxy")
 		p.OnTurn = func(t *pipeline.Turn) { mu.Lock(); ended = append(ended, t); mu.Unlock() }
 	})
 	const user = `{"role":"user","content":"Weather?"}`
 	tools := `"tools":[{"type":"function","function":{"name":"get_weather"}}]`
-	first := postChat(t, proxy.URL, `{"model":"m","stream":true,"stream_options":{"include_usage":true},`+tools+`,"messages":[`+user+`]}`)
+	ask := `{"model":"m","stream":true,"stream_options":{"include_usage":true},` + tools + `,"messages":[` + user + `]}`
+	first := postChat(t, proxy.URL, ask)
 	_, call, _ := text(first)
 	time.Sleep(1500 * time.Millisecond) // the tool runs, longer than "Let me check." plays
 	result := `{"role":"assistant","content":null,"tool_calls":[{"id":"` + call.callID + `","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
 		`{"role":"tool","tool_call_id":"` + call.callID + `","content":"sunny"}`
 	postChat(t, proxy.URL, `{"model":"m","stream":true,"stream_options":{"include_usage":true},`+tools+`,"messages":[`+user+`,`+result+`]}`)
+	postChat(t, proxy.URL, ask) // a second exchange, whose results never come
+	px.Close()
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(ended) != 1 {
-		t.Fatalf("%d turns ended, want the exchange as one", len(ended))
+	if len(ended) != 2 {
+		t.Fatalf("%d turns ended, want each exchange as one", len(ended))
+	}
+	if u := ended[1]; len(u.ToolCalls) != 1 || u.ToolCalls[0].Duration != 0 || u.Text() != "Let me check." {
+		t.Errorf("the unanswered exchange %+v: want its words and its call, not returned", u)
 	}
 	got := ended[0]
 	if got.Text() != turn.Text() || len(got.ToolCalls) != 1 || got.ToolCalls[0].Name != "get_weather" ||
@@ -418,17 +426,36 @@ func TestProxyJoinsToolCalls(t *testing.T) {
 		t.Fatalf("the joined turn %+v: want the trace's text, one get_weather call of 1.5 s or more, %d tokens", got, turn.Tokens())
 	}
 	recorded := testkit.All(t, trace.NewNativeReader(strings.NewReader(rec.String()), "proxy.jsonl").Next)
-	if len(recorded) != 1 || !reflect.DeepEqual(recorded[0].ToolCalls, got.ToolCalls) || len(recorded[0].Chunks) != len(got.Chunks) {
-		t.Fatalf("recorded %+v, want the joined turn\n%s", recorded, rec.String())
+	if len(recorded) != 2 || !reflect.DeepEqual(recorded[0].ToolCalls, got.ToolCalls) || len(recorded[0].Chunks) != len(got.Chunks) ||
+		!reflect.DeepEqual(recorded[1].ToolCalls, ended[1].ToolCalls) {
+		t.Fatalf("recorded %+v, want the joined turns\n%s", recorded, rec.String())
 	}
-	off, err := pipeline.Play(cfg, recorded[0])
-	if err != nil {
-		t.Fatal(err)
+	// the raw capture reads back as the same turns, joined again
+	captured := testkit.All(t, trace.NewCaptureReader(strings.NewReader(capture.String()), "proxy.sse.jsonl").Next)
+	if len(captured) != len(recorded) {
+		t.Fatalf("the capture reads as %d turns, the trace as %d\n%s", len(captured), len(recorded), capture.String())
 	}
-	if !slices.ContainsFunc(off.Underruns, func(u pipeline.Underrun) bool { return u.Cause == pipeline.CauseTool }) {
-		t.Errorf("offline gaps %+v: want the tool call's silence", off.Underruns)
+	for i := range captured {
+		for k := range captured[i].Chunks { // a chunk's token count unknown reads as one in the trace
+			c := &captured[i].Chunks[k]
+			c.Tokens = c.TokenCount()
+		}
+		if !reflect.DeepEqual(captured[i], recorded[i]) {
+			t.Errorf("the capture reads as\n%+v\nthe trace as\n%+v", *captured[i], *recorded[i])
+		}
 	}
-	if fmt.Sprint(live) != fmt.Sprint(off.Underruns) {
-		t.Errorf("the guard raised\n%+v\noffline analysis of the recording found\n%+v", live, off.Underruns)
+	var offline []pipeline.Underrun
+	for _, r := range recorded {
+		off, err := pipeline.Play(cfg, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offline = append(offline, off.Underruns...)
+	}
+	if !slices.ContainsFunc(offline, func(u pipeline.Underrun) bool { return u.Cause == pipeline.CauseTool }) {
+		t.Errorf("offline gaps %+v: want the tool call's silence", offline)
+	}
+	if fmt.Sprint(live) != fmt.Sprint(offline) {
+		t.Errorf("the guard raised\n%+v\noffline analysis of the recording found\n%+v", live, offline)
 	}
 }

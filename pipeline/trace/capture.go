@@ -44,8 +44,14 @@ var _ Decoder = (*CaptureReader)(nil)
 // t_ns counts from the request. A read that is not valid UTF-8 has
 // "data_b64" (standard base64) instead of "data". A close record has
 // "read_error" when the body ended with an error, and "cancelled": true
-// when the client gave up. Reading a capture parses the bytes again with
-// the same Stream, so it gives exactly the turns the live run recorded.
+// when the client gave up. A request record has "resumes" (a turn id)
+// when the request carries the results of the tool calls that turn's
+// last stream ended in: its stream goes on with that turn (StopForTools),
+// its times "resume_t_ns" later (when the request was sent, in
+// nanoseconds since the turn's first request).
+// Reading a capture parses the bytes again with the same Stream and joins
+// the streams of a tool-calling exchange the same way, so it gives exactly
+// the turns the live run recorded.
 type captureRecord struct {
 	Type        string  `json:"type"`
 	Format      string  `json:"format,omitempty"`
@@ -64,6 +70,8 @@ type captureRecord struct {
 	DataB64     *string `json:"data_b64,omitempty"`
 	ReadError   string  `json:"read_error,omitempty"`
 	Cancelled   bool    `json:"cancelled,omitempty"`
+	Resumes     string  `json:"resumes,omitempty"`
+	ResumeTNs   *int64  `json:"resume_t_ns,omitempty"`
 }
 
 // CaptureWriter writes a raw SSE capture, one record per line, each
@@ -105,13 +113,30 @@ func (w *CaptureWriter) write(rec *captureRecord) error {
 	return w.err
 }
 
-// Begin starts the capture of one stream, whose request was sent at start.
-func (w *CaptureWriter) Begin(id, session string, start time.Time, method, path, model string) (*CaptureStream, error) {
+// CaptureRequest is the request of a captured stream.
+type CaptureRequest struct {
+	Stream, Session     string
+	Start               time.Time // when it was sent
+	Method, Path, Model string
+	// Resumes, when set, names the turn whose tool results the request
+	// carries: its stream goes on with that turn (StopForTools), timed
+	// ResumeAt later, when the request was sent in the turn's time.
+	Resumes  string
+	ResumeAt time.Duration
+}
+
+// Begin starts the capture of the stream of request r.
+func (w *CaptureWriter) Begin(r CaptureRequest) (*CaptureStream, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	err := w.write(&captureRecord{Type: "request", Stream: id, Session: session, StartUnixNs: start.UnixNano(),
-		Method: method, Path: path, Model: model})
-	return &CaptureStream{w: w, id: id}, err
+	rec := captureRecord{Type: "request", Stream: r.Stream, Session: r.Session, StartUnixNs: r.Start.UnixNano(),
+		Method: r.Method, Path: r.Path, Model: r.Model, Resumes: r.Resumes}
+	if r.Resumes != "" {
+		at := int64(r.ResumeAt)
+		rec.ResumeTNs = &at
+	}
+	err := w.write(&rec)
+	return &CaptureStream{w: w, id: r.Stream}, err
 }
 
 // CaptureStream records one stream of a CaptureWriter.
@@ -171,9 +196,15 @@ func SniffCapture(head []byte) bool {
 // incomplete. A truncated last line is tolerated (Truncated); any other
 // bad line is an error naming the input and the line.
 type CaptureReader struct {
-	name      string
-	lines     jsonLines
-	streams   units[*Stream]
+	name    string
+	lines   jsonLines
+	streams units[*Stream]
+	// waiting holds the turns whose last stream ended in tool calls, by
+	// id, until a stream resumes them or the input ends (waitOrder);
+	// resumes maps a stream to the turn it resumes.
+	waiting   map[string]*pipeline.Turn
+	waitOrder []string
+	resumes   map[string]resumed
 	done      bool
 	sawRecord bool
 	// Truncated is true when a cut-off last line was dropped.
@@ -184,23 +215,66 @@ type CaptureReader struct {
 
 // NewCaptureReader returns a reader of r; name labels errors.
 func NewCaptureReader(r io.Reader, name string) *CaptureReader {
-	return &CaptureReader{name: name, lines: newJSONLines(r, MaxCaptureLine), streams: newUnits[*Stream]()}
+	return &CaptureReader{name: name, lines: newJSONLines(r, MaxCaptureLine), streams: newUnits[*Stream](),
+		waiting: map[string]*pipeline.Turn{}, resumes: map[string]resumed{}}
+}
+
+// resumed is the turn a stream resumes, and when its request was sent in
+// the turn's time.
+type resumed struct {
+	turn *pipeline.Turn
+	at   time.Duration
 }
 
 func (d *CaptureReader) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s:%d: %s", ErrCapture, d.name, d.lines.line, fmt.Sprintf(format, args...))
 }
 
-// Next returns the next stream's turn, or io.EOF after the last.
+// Next returns the next turn, or io.EOF after the last: a stream's, or
+// the streams of a tool-calling exchange joined, returned when the last
+// of them ends. A turn whose last stream ended in tool calls that no
+// stream resumed is returned at the end of the input, its call not
+// returned (Duration 0).
 func (d *CaptureReader) Next() (*pipeline.Turn, error) {
-	s, err := d.NextStream()
-	if err != nil {
-		return nil, err
+	for {
+		s, err := d.NextStream()
+		if err == io.EOF && len(d.waitOrder) > 0 {
+			id := d.waitOrder[0]
+			d.waitOrder = d.waitOrder[1:]
+			if t, ok := d.waiting[id]; ok {
+				delete(d.waiting, id)
+				return t, nil
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		t, offset := &s.Turn, time.Duration(0)
+		if r, ok := d.resumes[s.Turn.ID]; ok {
+			delete(d.resumes, s.Turn.ID)
+			t, offset = r.turn, r.at
+			ResumeAfterTools(t, offset)
+			for _, c := range s.Turn.Chunks {
+				c.At += offset
+				t.Chunks = append(t.Chunks, c)
+			}
+			EndResumed(t, s)
+			if err := checkLimits(t); err != nil {
+				return nil, d.errorf("turn %q: %v", t.ID, err)
+			}
+		}
+		if !StopForTools(t, s, offset) {
+			return t, nil
+		}
+		d.waiting[t.ID] = t
+		d.waitOrder = append(d.waitOrder, t.ID)
 	}
-	return &s.Turn, nil
 }
 
-// NextStream returns the next stream, with its Stats, or io.EOF.
+// NextStream returns the next stream, with its Stats, or io.EOF. The
+// streams of a tool-calling exchange come one by one, each timed from its
+// own request (Next joins them).
 func (d *CaptureReader) NextStream() (*Stream, error) {
 	for !d.done {
 		line, last, err := d.lines.record(d.name, ErrCapture)
@@ -255,7 +329,7 @@ func (d *CaptureReader) noteUnknown(line []byte, kind string) {
 	d.keys.eachKey(func(key []byte) {
 		switch string(key) {
 		case "type", "format", "version", "source", "stream", "session", "start_unix_ns", "method", "path", "model",
-			"t_ns", "status", "content_type", "data", "data_b64", "read_error", "cancelled":
+			"t_ns", "status", "content_type", "data", "data_b64", "read_error", "cancelled", "resumes", "resume_t_ns":
 		default:
 			d.note(d.name, d.lines.line, kind, key)
 		}
@@ -299,6 +373,20 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		}
 		if !d.streams.begin(rec.Stream, NewStream(rec.Stream, rec.Session, start)) {
 			return nil, d.errorf("stream %q begins a second time", rec.Stream)
+		}
+		if rec.Resumes != "" {
+			t, ok := d.waiting[rec.Resumes]
+			if !ok {
+				return nil, d.errorf("stream %q resumes turn %q, which is not waiting for tool results; want the id of a turn whose last stream ended in tool calls", rec.Stream, rec.Resumes)
+			}
+			if rec.ResumeTNs == nil || *rec.ResumeTNs < 0 || *rec.ResumeTNs > int64(MaxTime) {
+				return nil, d.errorf(`stream %q resumes turn %q; want "resume_t_ns", when its request was sent in the turn's time: nanoseconds from 0 to %d (a year)`, rec.Stream, rec.Resumes, int64(MaxTime))
+			}
+			if tc := t.ToolCalls[len(t.ToolCalls)-1]; time.Duration(*rec.ResumeTNs) < tc.At {
+				return nil, d.errorf("stream %q resumes turn %q at resume_t_ns %d, before the turn stopped for its tool call at %d", rec.Stream, rec.Resumes, *rec.ResumeTNs, int64(tc.At))
+			}
+			delete(d.waiting, rec.Resumes)
+			d.resumes[rec.Stream] = resumed{t, time.Duration(*rec.ResumeTNs)}
 		}
 		return nil, nil
 	case "response", "read", "close":

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 )
 
 func TestCaptureReader(t *testing.T) {
@@ -59,17 +61,8 @@ func TestCaptureReader(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := NewCaptureReader(strings.NewReader(tt.in), "capture")
-			var turns []*pipeline.Turn
-			var err error
-			for {
-				var tn *pipeline.Turn
-				tn, err = r.Next()
-				if err != nil {
-					break
-				}
-				turns = append(turns, tn)
-			}
-			if tt.errHas == "" && !errors.Is(err, io.EOF) || tt.errHas != "" && (!errors.Is(err, ErrCapture) || !strings.Contains(err.Error(), tt.errHas)) {
+			turns, err := readTurns(r)
+			if tt.errHas == "" && err != nil || tt.errHas != "" && (!errors.Is(err, ErrCapture) || !strings.Contains(err.Error(), tt.errHas)) {
 				t.Fatalf("error %v, want one containing %q", err, tt.errHas)
 			}
 			if len(turns) != tt.turns {
@@ -85,6 +78,84 @@ func TestCaptureReader(t *testing.T) {
 	}
 }
 
+// TestCaptureJoinsToolCalls: the streams of a tool-calling exchange read
+// back as one turn, returned when its last stream ends: two calls, the
+// second stream's times 2 s later and the third's 3.5 s later in the turn,
+// usage summed; a stream between them is a turn of its own, and a turn
+// whose call got no results comes at the end, its call not returned.
+func TestCaptureJoinsToolCalls(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	var buf bytes.Buffer
+	w := NewCaptureWriter(&buf, "test")
+	text := func(s string) string {
+		return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n"
+	}
+	call := func(id string) string {
+		return `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"` + id + `","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}}]}` + "\n\n" +
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n"
+	}
+	const usage = `data: {"choices":[],"usage":{"completion_tokens":2}}` + "\n\ndata: [DONE]\n\n"
+	stream := func(r CaptureRequest, reads ...string) {
+		s, err := w.Begin(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Response(200, "text/event-stream", 10*ms)
+		for i, b := range reads {
+			s.Read([]byte(b), time.Duration(100+100*i)*ms)
+		}
+		s.Close(time.Duration(100+100*len(reads))*ms, nil, false)
+	}
+	start := time.Unix(1000, 0)
+	req := func(id string, at time.Duration) CaptureRequest {
+		return CaptureRequest{Stream: id, Start: start.Add(at), Method: "POST", Path: "/v1/chat/completions", Model: "m"}
+	}
+	stream(req("a", 0), text("Let me"), text(" check."), call("c1")+usage) // calls at 300 ms
+	stream(req("other", 500*ms), text("Hi.")+usage)                        // its own turn
+	stream(req("lost", 600*ms), text("One moment."), call("c9")+usage)     // no results come
+	again := req("b", 2*time.Second)
+	again.Resumes, again.ResumeAt = "a", 2*time.Second
+	stream(again, text(" Sunny"), call("c2")+usage) // calls again, at 2.2 s in the turn
+	last := req("c", 3500*ms)
+	last.Resumes, last.ResumeAt = "a", 3500*ms
+	stream(last, text(" and warm.")+usage)
+
+	turns := testkit.All(t, NewCaptureReader(bytes.NewReader(buf.Bytes()), "capture").Next)
+	if len(turns) != 3 {
+		t.Fatalf("%d turns, want 3:\n%s", len(turns), buf.String())
+	}
+	other, joined, lost := turns[0], turns[1], turns[2]
+	if other.ID != "other" || other.Text() != "Hi." {
+		t.Errorf("first turn %+v, want the stream between", other)
+	}
+	wantChunks := []pipeline.Chunk{{At: 100 * ms, Text: "Let me"}, {At: 200 * ms, Text: " check."},
+		{At: 2100 * ms, Text: " Sunny"}, {At: 3600 * ms, Text: " and warm."}}
+	wantCalls := []pipeline.ToolCall{{At: 300 * ms, Duration: 1700 * ms, Name: "get_weather"}, {At: 2200 * ms, Duration: 1300 * ms, Name: "get_weather"}}
+	if joined.ID != "a" || joined.Status != pipeline.StatusOK || joined.OutputTokens != 6 ||
+		!slices.Equal(joined.Chunks, wantChunks) || !slices.Equal(joined.ToolCalls, wantCalls) {
+		t.Errorf("joined turn %+v\nwant chunks %+v, calls %+v, 6 output tokens", joined, wantChunks, wantCalls)
+	}
+	if lost.ID != "lost" || len(lost.ToolCalls) != 1 || lost.ToolCalls[0] != (pipeline.ToolCall{At: 200 * ms, Name: "get_weather"}) {
+		t.Errorf("last turn %+v, want the one whose call got no results", lost)
+	}
+
+	// a stream resuming what is not waiting, or with no time, is refused
+	head := `{"type":"sse_header","format":"underrun-sse","version":1}` + "\n"
+	for _, tt := range []struct{ name, in, errHas string }{
+		{"unknown turn", head + `{"type":"request","stream":"b","resumes":"a","resume_t_ns":5}` + "\n", `capture:2: stream "b" resumes turn "a", which is not waiting for tool results`},
+		{"a turn still streaming", head + `{"type":"request","stream":"a"}` + "\n" + `{"type":"request","stream":"b","resumes":"a","resume_t_ns":5}` + "\n", "capture:3: stream \"b\" resumes turn \"a\", which is not waiting"},
+		{"no time", strings.Replace(buf.String(), `,"resume_t_ns":2000000000`, "", 1), `resumes turn "a"; want "resume_t_ns"`},
+		{"before the call", strings.Replace(buf.String(), `"resume_t_ns":2000000000`, `"resume_t_ns":2`, 1), `resumes turn "a" at resume_t_ns 2, before the turn stopped for its tool call at 300000000`},
+		{"a turn that did not stop for tools", strings.Replace(buf.String(), `"resumes":"a","resume_t_ns":3500000000`, `"resumes":"other","resume_t_ns":3500000000`, 1), `stream "c" resumes turn "other", which is not waiting`},
+	} {
+		_, err := readTurns(NewCaptureReader(strings.NewReader(tt.in), "capture"))
+		if !errors.Is(err, ErrCapture) || !strings.Contains(err.Error(), tt.errHas) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.errHas)
+		}
+	}
+}
+
 // FuzzCaptureReader checks that no input makes the reader panic, loop,
 // hold memory out of proportion or return turns that cannot be real.
 func FuzzCaptureReader(f *testing.F) {
@@ -96,6 +167,15 @@ func FuzzCaptureReader(f *testing.F) {
 {"type":"close","stream":"a","t_ns":10}
 `))
 	f.Add([]byte(`{"type":"request","stream":"a"}` + "\n" + `{"type":"response","stream":"a","t_ns":0,"status":500}` + "\n"))
+	// a tool-calling exchange: the second stream resumes the first's turn
+	f.Add([]byte(`{"type":"request","stream":"a","start_unix_ns":1}
+{"type":"response","stream":"a","t_ns":5,"status":200}
+{"type":"read","stream":"a","t_ns":9,"data":"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\",\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"}
+{"type":"close","stream":"a","t_ns":10}
+{"type":"request","stream":"b","resumes":"a","resume_t_ns":50}
+{"type":"response","stream":"b","t_ns":5,"status":200}
+{"type":"read","stream":"b","t_ns":9,"data":"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"y\"}}]}\n\n"}
+`))
 	// fields the format does not define: read past, warned of once
 	f.Add([]byte(`{"type":"request","stream":"a","retries":0}` + "\n" + `{"type":"close","stream":"a","t_ns":1,"retries":1,"x":{"y":[1]}}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -111,7 +191,7 @@ func TestOpenSSECapture(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	w := NewCaptureWriter(&buf, "test")
-	s, err := w.Begin("t1", "s1", time.Unix(0, 42), "POST", "/v1/chat/completions", "m")
+	s, err := w.Begin(CaptureRequest{Stream: "t1", Session: "s1", Start: time.Unix(0, 42), Method: "POST", Path: "/v1/chat/completions", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +242,7 @@ func benchCapture(size int) []byte {
 	var buf bytes.Buffer
 	w := NewCaptureWriter(&buf, "bench")
 	for i := 0; buf.Len() < size; i++ {
-		s, _ := w.Begin(fmt.Sprintf("s%d", i), "", time.Unix(0, 1), "POST", "/v1/chat/completions", "m")
+		s, _ := w.Begin(CaptureRequest{Stream: fmt.Sprintf("s%d", i), Start: time.Unix(0, 1), Method: "POST", Path: "/v1/chat/completions", Model: "m"})
 		s.Response(200, "text/event-stream", time.Millisecond)
 		for k := range 200 {
 			s.Read([]byte(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" word"}}]}`+"\n\n"), time.Duration(300+k*41)*time.Millisecond)

@@ -18,7 +18,12 @@ import (
 
 func readAll(t testing.TB, input string) ([]*pipeline.Turn, error) {
 	t.Helper()
-	d := NewNativeReader(strings.NewReader(input), "test.jsonl")
+	return readTurns(NewNativeReader(strings.NewReader(input), "test.jsonl"))
+}
+
+// readTurns reads d to its end: the turns before the first error, and
+// that error (nil at io.EOF).
+func readTurns(d Decoder) ([]*pipeline.Turn, error) {
 	var out []*pipeline.Turn
 	for {
 		turn, err := d.Next()
