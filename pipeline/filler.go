@@ -73,28 +73,38 @@ func (f Filler) String() string {
 }
 
 // Coverage is what a filler does with one silence: Covered of it has
-// sound, Silent has none (Covered + Silent is the silence).
+// sound, Silent has none (Covered + Silent is the silence). Late is how
+// long a phrase that outlasts the silence holds back the speech after it.
 type Coverage struct {
 	Covered, Silent time.Duration
+	Late            time.Duration
 }
 
 // Cover returns what f covers of a tool-call silence of length silence
 // in a pipeline configured as cfg. The filler starts Delay into the
-// silence. A keep-alive sound plays from then to the end of the silence;
-// a phrase is a request of its own to the synthesizer, so its audio
-// starts the synthesizer's time to first audio later (cfg.Synth.TTFA)
-// and lasts what cfg.Voice takes to speak it, at most to the end of the
-// silence.
+// silence (a silence no longer than Delay has none). A keep-alive sound
+// plays from then to the end of the silence; a phrase is a request of
+// its own to the synthesizer, so its audio starts the synthesizer's time
+// to first audio later (cfg.Synth.TTFA) and lasts what cfg.Voice takes
+// to speak it. What of it is still to play when the reply's speech is
+// ready holds that speech back (Late): the stacks play one after the
+// other, LiveKit Agents one speech handle at a time
+// (AgentActivity._scheduling_task), Pipecat its audio frames in the order
+// they were queued. Later gaps of the turn are not moved by it.
 func (f Filler) Cover(silence time.Duration, cfg Config) Coverage {
 	rest := max(0, silence-f.Delay)
-	var c time.Duration
+	var c, late time.Duration
 	switch f.Kind {
 	case FillerPhrase:
-		c = min(max(0, rest-cfg.Synth.TTFA), cfg.Voice.Duration(f.Phrase))
+		phrase := cfg.Voice.Duration(f.Phrase)
+		c = min(max(0, rest-cfg.Synth.TTFA), phrase)
+		if rest > 0 {
+			late = max(0, cfg.Synth.TTFA+phrase-rest)
+		}
 	case FillerKeepalive:
 		c = rest
 	}
-	return Coverage{Covered: c, Silent: silence - c}
+	return Coverage{Covered: c, Silent: silence - c, Late: late}
 }
 
 // ToolSilenceReport is one tool-call silence in a report.
@@ -107,4 +117,5 @@ type ToolSilenceReport struct {
 	Filler    string  `json:"filler"`
 	CoveredMs float64 `json:"covered_ms"`
 	SilentMs  float64 `json:"silent_ms"`
+	LateMs    float64 `json:"late_ms,omitempty"`
 }

@@ -122,9 +122,12 @@ type Report struct {
 	// ToolSilences are the gaps a tool call explains (CauseTool), kept
 	// out of the underrun tallies, the verdict and speech goodput;
 	// ToolList has each, with what the filler would have covered.
-	ToolSilences Counter             `json:"tool_silences,omitzero"`
-	FillerCover  Counter             `json:"filler_covered,omitzero"`
-	ToolList     []ToolSilenceReport `json:"tool_silence_list,omitempty"`
+	ToolSilences Counter `json:"tool_silences,omitzero"`
+	FillerCover  Counter `json:"filler_covered,omitzero"`
+	// FillerLate counts the silences whose filler phrase outlasts them,
+	// by how long each holds back the speech after it (Coverage.Late).
+	FillerLate Counter             `json:"filler_late,omitzero"`
+	ToolList   []ToolSilenceReport `json:"tool_silence_list,omitempty"`
 	// Tools are the file's figures under the conventions of the benchmark
 	// tool that wrote it, compared with the summary it saved (set by the
 	// reader of a tool's file; see trace.Parity).
@@ -444,10 +447,14 @@ func (r *Report) addToolSilence(p *Playout, u Underrun, tc ToolCall) {
 	if cov.Covered > 0 {
 		r.FillerCover.add(cov.Covered)
 	}
+	if cov.Late > 0 {
+		r.FillerLate.add(cov.Late)
+	}
 	r.ToolList = append(r.ToolList, ToolSilenceReport{
 		Turn: u.Turn, Tool: tc.Name, ToolMs: Millis(tc.Duration),
 		StartMs: Millis(u.Start), SilenceMs: Millis(u.Duration),
 		Filler: r.opts.Filler.String(), CoveredMs: Millis(cov.Covered), SilentMs: Millis(cov.Silent),
+		LateMs: Millis(cov.Late),
 	})
 }
 
@@ -707,6 +714,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "; filler %s covers %.0f ms, %.0f ms stay silent", r.opts.Filler, r.FillerCover.TotalMs, r.ToolSilences.TotalMs-r.FillerCover.TotalMs)
 		}
 		b.WriteString("\n")
+		if r.FillerLate.Count > 0 {
+			after := "it"
+			if r.FillerLate.Count > 1 {
+				after = "each"
+			}
+			fmt.Fprintf(&b, "the phrase outlasts %s and holds back the reply after %s until it ends: %.0f ms in all\n",
+				plural(r.FillerLate.Count, "silence"), after, r.FillerLate.TotalMs)
+		}
 	}
 	if r.TurnsNotSpeech > 0 {
 		tokenMs := 0.0

@@ -74,15 +74,18 @@ func TestFillerCover(t *testing.T) {
 		filler  string
 		silence time.Duration
 		covered time.Duration
+		late    time.Duration // the speech after waits for the phrase
 	}{
-		{"none", 2 * time.Second, 0},
-		{"keepalive:800ms", 2 * time.Second, 1200 * ms},
-		{"keepalive:800ms", 500 * ms, 0},
-		{"keepalive:0s", 300 * ms, 300 * ms},
-		{`after:800ms:"One moment."`, 5 * time.Second, phrase},
-		{`after:800ms:"One moment."`, 900 * ms, 50 * ms}, // the phrase's first audio at 850 ms
-		{`after:800ms:"One moment."`, 850 * ms, 0},
-		{`after:800ms:"One moment."`, 800 * ms, 0},
+		{"none", 2 * time.Second, 0, 0},
+		{"keepalive:800ms", 2 * time.Second, 1200 * ms, 0},
+		{"keepalive:800ms", 500 * ms, 0, 0},
+		{"keepalive:0s", 300 * ms, 300 * ms, 0},
+		{`after:800ms:"One moment."`, 5 * time.Second, phrase, 0},
+		{`after:800ms:"One moment."`, 850*ms + phrase, phrase, 0},        // ends as the speech resumes
+		{`after:800ms:"One moment."`, 900 * ms, 50 * ms, phrase - 50*ms}, // the phrase's first audio at 850 ms
+		{`after:800ms:"One moment."`, 850 * ms, 0, phrase},
+		{`after:800ms:"One moment."`, 820 * ms, 0, phrase + 30*ms}, // asked for, its audio after the silence
+		{`after:800ms:"One moment."`, 800 * ms, 0, 0},              // never asked for
 	}
 	for _, tt := range tests {
 		t.Run(tt.filler, func(t *testing.T) {
@@ -92,8 +95,8 @@ func TestFillerCover(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := f.Cover(tt.silence, cfg)
-			if c.Covered != tt.covered || c.Covered+c.Silent != tt.silence {
-				t.Errorf("%s over %v: covered %v silent %v, want covered %v", f, tt.silence, c.Covered, c.Silent, tt.covered)
+			if c.Covered != tt.covered || c.Covered+c.Silent != tt.silence || c.Late != tt.late {
+				t.Errorf("%s over %v: covered %v silent %v late %v, want covered %v late %v", f, tt.silence, c.Covered, c.Silent, c.Late, tt.covered, tt.late)
 			}
 			if g, err := ParseFiller(f.String()); err != nil || g != f {
 				t.Errorf("round trip %q: %+v %v", f.String(), g, err)

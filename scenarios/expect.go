@@ -135,6 +135,7 @@ func NewMetrics(r *pipeline.Report, mc *sim.Result) Metrics {
 		m["tool_silences"] = float64(r.ToolSilences.Count)
 		m["tool_silence_ms"] = r.ToolSilences.TotalMs
 		m["filler_covered_ms"] = r.FillerCover.TotalMs
+		m["filler_late_ms"] = r.FillerLate.TotalMs
 		m["max_safe_tpot_ms"] = math.NaN()
 		if r.MaxSafeTPOTMs != nil {
 			m["max_safe_tpot_ms"] = *r.MaxSafeTPOTMs

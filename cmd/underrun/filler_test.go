@@ -24,7 +24,12 @@ func TestFillerFlag(t *testing.T) {
 		{[]string{"analyze", trace}, "TPOT      1    50.0"},
 		{[]string{"analyze", trace}, "smallest pre-roll with no underrun: 0 ms\n"},
 		{[]string{"analyze", "--filler", "keepalive:800ms", trace}, "filler keepalive:800ms covers 1812 ms, 800 ms stay silent"},
-		{[]string{"analyze", "--filler", `after:800ms:"One moment."`, trace}, `filler after:800ms:"One moment." covers 984 ms, 1628 ms stay silent`},
+		{[]string{"analyze", "--filler", `after:800ms:"One moment."`, trace}, `filler after:800ms:"One moment." covers 984 ms, 1628 ms stay silent` + "\n"},
+		// a phrase asked for 2 s into the 2612 ms silence plays 100 ms
+		// later, 512 ms of it in the silence; the rest holds the reply back
+		{[]string{"analyze", "--filler", `after:2s:"One moment, please."`, trace}, "covers 512 ms, 2100 ms stay silent\n" +
+			"the phrase outlasts 1 silence and holds back the reply after it until it ends: 1007 ms in all\n"},
+		{[]string{"analyze", "--filler", `after:2s:"One moment, please."`, "--output", "json", trace}, `"late_ms": 1006.7`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
