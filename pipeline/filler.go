@@ -89,8 +89,9 @@ type Coverage struct {
 // to speak it. What of it is still to play when the reply's speech is
 // ready holds that speech back (Late): the stacks play one after the
 // other, LiveKit Agents one speech handle at a time
-// (AgentActivity._scheduling_task), Pipecat its audio frames in the order
-// they were queued. Later gaps of the turn are not moved by it.
+// (AgentActivity._scheduling_task; the Node agents' mainTask, which
+// TestLiveKitFillerHoldsBackTheReply runs), Pipecat its audio frames in
+// the order they were queued. Later gaps of the turn are not moved by it.
 func (f Filler) Cover(silence time.Duration, cfg Config) Coverage {
 	rest := max(0, silence-f.Delay)
 	var c, late time.Duration

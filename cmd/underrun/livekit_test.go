@@ -191,15 +191,7 @@ func TestLiveKitAgentsThroughMonitor(t *testing.T) {
 func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 	t.Parallel()
 	needLiveKit(t)
-	f, err := os.Open("../../pipeline/trace/testdata/native/tool-call.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	turn, err := trace.NewNativeReader(f, "tool-call.jsonl").Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	turn := toolCallTurn(t)
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	player, evs := liveKitSession(t, []*pipeline.Turn{turn}, 1, []string{"--turns", "1", "--tool", "get_weather", "--tool-ms", "2000"},
 		"--stack", "livekit-openai", "--record", rec, "--warn-tolerance", "150ms")
@@ -252,6 +244,70 @@ func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 	}
 	if recorded.OutputTokens != turn.Tokens() {
 		t.Errorf("recorded output tokens %d, want the usage of both streams, %d", recorded.OutputTokens, turn.Tokens())
+	}
+}
+
+// toolCallTurn is the one turn of the tool-call trace: "Sure, let me
+// check." and a get_weather call before the rest.
+func toolCallTurn(t *testing.T) *pipeline.Turn {
+	t.Helper()
+	f, err := os.Open("../../pipeline/trace/testdata/native/tool-call.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	turn, err := trace.NewNativeReader(f, "tool-call.jsonl").Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return turn
+}
+
+// TestLiveKitFillerHoldsBackTheReply runs the tool-call turn through the
+// real LiveKit pipeline twice: as it is, and with the tool saying a filler
+// phrase 300 ms after it starts (Monitor.say, session.say), longer than
+// the silence it covers. LiveKit plays one speech at a time: the phrase
+// starts once the words before the call have played (the silence's
+// start, after the TTS's first audio: --filler after:0s), and the reply,
+// ready long before, waits for the phrase's end. The wait is what
+// pipeline.Filler.Cover calls Late: first audio + phrase - silence. The
+// adapter reports the turn once, and the monitor, which hears the LLM's
+// speech, the tool's silence as it predicts.
+func TestLiveKitFillerHoldsBackTheReply(t *testing.T) {
+	t.Parallel()
+	needLiveKit(t)
+	turn := toolCallTurn(t)
+	args := []string{"--turns", "1", "--tool", "get_weather", "--tool-ms", "2000"}
+	plain, _ := liveKitSession(t, []*pipeline.Turn{turn}, 1, args, "--stack", "livekit-openai")
+	const phrase = "One moment, please, while I look that up for you in the weather service of the town."
+	said, evs := liveKitSession(t, []*pipeline.Turn{turn}, 1, append(args, "--say", phrase, "--say-ms", "300"), "--stack", "livekit-openai")
+	if len(plain[0].Gaps) != 1 || len(said[0].Gaps) != 2 {
+		t.Fatalf("gaps heard: %+v without the phrase, %+v with it; want the tool's silence, then the silences before and after the phrase", plain[0].Gaps, said[0].Gaps)
+	}
+	silence := plain[0].Gaps[0].DurationMs
+	before, after := said[0].Gaps[0], said[0].Gaps[1]
+	ttfa := before.DurationMs                                      // the phrase's first audio after the silence began
+	length := after.StartMs - (before.StartMs + before.DurationMs) // the phrase's audio
+	late := after.StartMs + after.DurationMs - before.StartMs - silence
+	t.Logf("without the phrase: %.1f ms of silence; with it: first audio %.1f ms, phrase %.1f ms, then %.1f ms of silence; the reply %.1f ms later",
+		silence, ttfa, length, after.DurationMs, late)
+	if length < silence+500 {
+		t.Fatalf("the phrase plays %.1f ms, not longer than the %.1f ms silence: the test needs a longer one", length, silence)
+	}
+	if after.DurationMs > 100 {
+		t.Errorf("%.1f ms of silence between the phrase and the reply: want the reply, ready long before, at the phrase's end", after.DurationMs)
+	}
+	if want := ttfa + length - silence; math.Abs(late-want) > 100 {
+		t.Errorf("the reply came %.1f ms later than without the phrase; the model's wait (first audio + phrase - silence) is %.1f ms", late, want)
+	}
+	var heard heardEvent
+	for _, ev := range evs {
+		if ev.Type == "heard" {
+			heard = ev
+		}
+	}
+	if len(heard.Heard) != 1 || len(heard.Predicted) != 1 || heard.Predicted[0].Cause != string(pipeline.CauseTool) || heard.Agrees == nil || !*heard.Agrees {
+		t.Errorf("the monitor's heard event %+v: want the tool call's silence, heard as predicted", heard)
 	}
 }
 

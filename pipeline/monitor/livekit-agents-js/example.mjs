@@ -5,11 +5,13 @@
 //
 //   node example.mjs --llm http://127.0.0.1:8000/v1 --tts http://127.0.0.1:8000/v1 \
 //     --monitor ws://127.0.0.1:8765 [--session NAME] [--turns N] [--out heard.json] \
-//     [--tool NAME [--tool-ms MS]]
+//     [--tool NAME [--tool-ms MS] [--say TEXT [--say-ms MS]]]
 //
 // --tool gives the agent a function tool of that name, which runs for
 // --tool-ms (default 500): a mock turn with a tool call calls it, and the
-// adapter reports the call, its result and the silence between.
+// adapter reports the call, its result and the silence between. --say makes
+// the tool speak a filler phrase (Monitor.say, which calls session.say),
+// --say-ms (default 0) after it starts, as an app covers the wait.
 //
 // --out writes, per turn, what the adapter's player heard. With --releases
 // FILE it records instead what LiveKit's sentence tokenizer hands to the TTS
@@ -33,6 +35,8 @@ const { values: args } = parseArgs({
     releases: { type: 'string' },
     tool: { type: 'string' },
     'tool-ms': { type: 'string', default: '500' },
+    say: { type: 'string' },
+    'say-ms': { type: 'string', default: '0' },
   },
 });
 initializeLogger({ pretty: false, level: 'error' });
@@ -110,6 +114,7 @@ if (args.tool) {
     description: 'Looks something up for the answer.',
     parameters: { type: 'object', properties: {} },
     execute: async () => {
+      if (args.say) setTimeout(() => monitor.say(session, args.say), Number(args['say-ms']));
       await new Promise((resolve) => setTimeout(resolve, Number(args['tool-ms'])));
       return 'done';
     },

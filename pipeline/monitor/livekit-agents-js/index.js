@@ -6,7 +6,10 @@
 // heard of each turn. Turns are named by LiveKit's speech ids. A tool call
 // the LLM makes is a tool_call (when its call arrives) and a tool_result
 // (when LiveKit has run the tools): the reply's LLM stream goes on as the
-// same turn, and the player hears the silence between as a gap in it.
+// same turn, and the player hears the silence between as a gap in it. A
+// filler the app speaks while the tool runs (Monitor.say) is played and
+// heard as part of the turn, but is not the LLM's speech: it is not
+// reported as the turn's speech or audio.
 import { performance } from 'node:perf_hooks';
 import { voice } from '@livekit/agents';
 import WebSocket from 'ws';
@@ -22,7 +25,8 @@ export class Monitor {
   #current = null; // the turn whose LLM stream started last
   #toolTurn = null; // the turn whose LLM stream stopped for a tool call, waiting for the reply
   #speechId = null; // the speech LiveKit created last (speech_created)
-  #frames = new WeakMap(); // AudioFrame -> [turn, speech index]
+  #frames = new WeakMap(); // AudioFrame -> [turn, speech index, filler]
+  #fillers = []; // texts said as fillers (say), not yet handed to the TTS
   #counter = 0;
   #closed;
   #ready;
@@ -99,6 +103,16 @@ export class Monitor {
     return this;
   }
 
+  /**
+   * Speaks text on session (session.say) as a filler: what an app says
+   * while a tool runs, which the player hears as part of the turn but the
+   * adapter does not report as the LLM's speech. Returns the SpeechHandle.
+   */
+  say(session, text, opts) {
+    this.#fillers.push(text);
+    return session.say(text, opts);
+  }
+
   /** Reports the LLM streams of llm (an llm.LLM, e.g. openai.LLM): returns llm. */
   wrapLLM(llm) {
     const chat = llm.chat.bind(llm);
@@ -140,6 +154,18 @@ export class Monitor {
       const stream = synthesize(text, ...rest);
       const turn = this.#current;
       if (!turn) return stream;
+      const f = this.#fillers.indexOf(text);
+      if (f >= 0) {
+        // the app's filler: played as the turn's audio, not its speech
+        this.#fillers.splice(f, 1);
+        const next = stream.next.bind(stream);
+        stream.next = async () => {
+          const r = await next();
+          if (!r.done && r.value?.frame) this.#frames.set(r.value.frame, [turn, -1, true]);
+          return r;
+        };
+        return stream;
+      }
       const index = turn.speech++;
       this.#send({ type: 'speech', turn: turn.id, text, t_ms: turn.ms() });
       let audio = 0;
@@ -185,6 +211,13 @@ export class Monitor {
       }
       this.#endTurn(waiting, 'ok'); // no reply to the tool came
       if (waiting.held) this._playout(waiting, waiting.held);
+    }
+    const prev = this.#current;
+    if (prev && prev !== waiting && prev.ended && prev.held) {
+      // its speech ended with a filler and nothing after it
+      const held = prev.held;
+      prev.held = null;
+      this._playout(prev, held);
     }
     let id = this.#speechId ?? `turn-${++this.#counter}`;
     this.#speechId = null;
@@ -284,12 +317,12 @@ export class PacedAudioOutput extends voice.AudioOutput {
   async captureFrame(frame) {
     await super.captureFrame(frame);
     const at = performance.now();
-    const [turn, speech] = this.#monitor._frame(frame);
+    const [turn, speech, filler] = this.#monitor._frame(frame);
     const seconds = frame.samplesPerChannel / frame.sampleRate;
     // (a streaming TTS, which wrapTTS does not follow, has no speech messages:
     // its frames are played and counted, not reported one by one)
-    if (turn && turn.speech > 0) this.#monitor._audio(turn, speech, at, seconds);
-    this.#queue.push({ at, rest: seconds * 1000, turn });
+    if (turn && turn.speech > 0 && !filler) this.#monitor._audio(turn, speech, at, seconds);
+    this.#queue.push({ at, rest: seconds * 1000, turn, speech: filler ? -1 : speech });
     this.#tick();
     await this.#next?.captureFrame(frame);
   }
@@ -330,8 +363,8 @@ export class PacedAudioOutput extends voice.AudioOutput {
         const held = head.turn?.held;
         if (held) head.turn.held = null;
         this.#seg = held
-          ? { turn: head.turn, cursor: held.cursor, startMs: held.startMs, gaps: held.gaps, gap: null, played: 0 }
-          : { turn: head.turn, cursor: head.at, startMs: head.at - (head.turn?.begin ?? head.at), gaps: [], gap: null, played: 0 };
+          ? { turn: head.turn, cursor: held.cursor, startMs: held.startMs, gaps: held.gaps, spoke: false, played: 0 }
+          : { turn: head.turn, cursor: head.at, startMs: head.at - (head.turn?.begin ?? head.at), gaps: [], spoke: false, played: 0 };
         this.onPlaybackStarted(Date.now());
       }
       const seg = this.#seg;
@@ -340,9 +373,10 @@ export class PacedAudioOutput extends voice.AudioOutput {
         // the speech is over: silence waited for no audio, no underrun
         this.#queue.shift();
         this.#seg = null;
-        if (seg.turn && !seg.turn.ended) {
-          // its LLM stream stopped for a tool call: the turn's speech goes
-          // on in the reply, heard after the silence
+        if (seg.turn && (!seg.turn.ended || !seg.spoke)) {
+          // its LLM stream stopped for a tool call, or what played was a
+          // filler before the reply: the turn's speech goes on in the
+          // reply, heard after the silence
           seg.turn.held = { startMs: seg.startMs, gaps: seg.gaps, cursor: seg.cursor };
         } else if (seg.turn) this.#monitor._playout(seg.turn, { startMs: seg.startMs, gaps: seg.gaps });
         this.onPlaybackFinished({ playbackPosition: seg.played / 1000, interrupted: false });
@@ -355,6 +389,7 @@ export class PacedAudioOutput extends voice.AudioOutput {
         seg.gaps.push({ startMs: seg.cursor - begin, durationMs: head.at - seg.cursor });
         seg.cursor = head.at;
       }
+      if (head.speech >= 0) seg.spoke = true;
       const take = Math.min(head.rest, now - seg.cursor);
       head.rest -= take;
       seg.cursor += take;
