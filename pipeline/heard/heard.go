@@ -575,7 +575,16 @@ func explain(p *pipeline.Playout, text string, h *Heard, base time.Duration) pip
 	at := h.GapStart - base
 	chunk, inside := -1, h.Place == InWord
 	for i, c := range p.Chunks {
-		if h.Offset >= c.From && h.Offset < c.To {
+		if h.Offset < c.From {
+			// the word's own chunk had no audio of its own (a streaming
+			// synthesizer gave it with a later one's): it is heard with
+			// this chunk's, from its start
+			if h.Offset >= 0 {
+				chunk = i
+			}
+			break
+		}
+		if h.Offset < c.To {
 			chunk = i
 			from := c.From
 			for from < c.To && from < len(text) && text[from] == ' ' {

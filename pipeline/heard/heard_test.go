@@ -1,12 +1,17 @@
 package heard
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/speak"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -255,5 +260,54 @@ func TestSetGapPlacesTheGapAroundThePause(t *testing.T) {
 		if h.GapLength != tc.wantLength || h.GapStart != h.End-tc.wantLength {
 			t.Errorf("predicted %v: gap at %v for %v, want %v ending at the silence's end", tc.predicted, h.GapStart, h.GapLength, tc.wantLength)
 		}
+	}
+}
+
+// TestExplainWordWithoutAudioOfItsOwn: a recording of speak (busy machine)
+// in which espeak-ng gave the audio of "It is" with "sunny.": the chunks
+// of the words after the tool call have no audio of their own, so no
+// chunk of the engine's playout holds the word after the gap. The gap is
+// still the one the engine predicts there: the tool call's silence before
+// token 4.
+func TestExplainWordWithoutAudioOfItsOwn(t *testing.T) {
+	t.Parallel()
+	const name = "testdata/chunks-without-audio.jsonl"
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := trace.NewNativeReader(bytes.NewReader(b), name).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := speak.ReadRecording(bytes.NewReader(b), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pipeline.DefaultConfig()
+	cfg.Measured = rec.Measured()
+	p, err := pipeline.Play(cfg, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := pipeline.SpokenText(turn)
+	word := strings.Index(text, "It")
+	for _, c := range p.Chunks {
+		if word >= c.From && word < c.To {
+			t.Fatalf("chunk %+v holds %q: the fixture no longer has a word without audio of its own", c, "It")
+		}
+	}
+	var want pipeline.Underrun
+	for _, u := range p.Underruns {
+		if u.Cause == pipeline.CauseTool {
+			want = u
+		}
+	}
+	if want.Cause == "" {
+		t.Fatalf("the engine predicts %+v: want a tool call's silence", p.Underruns)
+	}
+	h := &Heard{Place: AtSentence, Offset: word, GapStart: want.Start, GapLength: want.Duration}
+	if got := explain(p, text, h, 0); got.Cause != pipeline.CauseTool || got.Token != want.Token || got.Chunk != want.Chunk {
+		t.Errorf("the heard gap explained as %+v, want the engine's %+v", got, want)
 	}
 }
