@@ -180,10 +180,12 @@ func TestSpeakAgainstMock(t *testing.T) {
 		t.Fatalf("%d turns compared, want 1; stderr:\n%s", len(got.Comparison.Turns), errOut)
 	}
 	heard := got.Comparison.Turns[0].Gaps
-	if len(heard) < 2 {
-		t.Fatalf("%d gaps, want one at each stall at least; stderr:\n%s", len(heard), errOut)
-	}
+	same := 0
 	for _, g := range heard {
+		if g.Kind == string(speak.Negligible) {
+			continue // under a millisecond on one side only: the player counts whole samples (no difference)
+		}
+		same++
 		if g.Kind != "same" || g.Heard == nil || g.Predicted == nil {
 			t.Errorf("gap %+v: heard and predicted differ", g)
 			continue
@@ -194,6 +196,9 @@ func TestSpeakAgainstMock(t *testing.T) {
 		if d := g.Heard.DurationMs - g.Predicted.DurationMs; math.Abs(d) > 20 {
 			t.Errorf("gap heard for %.1f ms, predicted for %.1f ms", g.Heard.DurationMs, g.Predicted.DurationMs)
 		}
+	}
+	if same < 2 {
+		t.Fatalf("%d gaps, want one at each stall at least; stderr:\n%s", same, errOut)
 	}
 	if code != exitFail || !got.Comparison.Agrees {
 		// the stalls interrupt (exit 1) and --check passes
