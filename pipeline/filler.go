@@ -72,6 +72,9 @@ func (f Filler) String() string {
 	return string(FillerNone)
 }
 
+// Plays reports whether f plays anything (a policy other than none).
+func (f Filler) Plays() bool { return f.Kind != "" && f.Kind != FillerNone }
+
 // Coverage is what a filler does with one silence: Covered of it has
 // sound, Silent has none (Covered + Silent is the silence). Late is how
 // long a phrase that outlasts the silence holds back the speech after it.

@@ -710,7 +710,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.ToolSilences.Count > 0 {
 		fmt.Fprintf(&b, "tool-call silences (not underruns): %d (%.0f ms)", r.ToolSilences.Count, r.ToolSilences.TotalMs)
-		if r.opts.Filler.Kind != "" && r.opts.Filler.Kind != FillerNone {
+		if r.opts.Filler.Plays() {
 			fmt.Fprintf(&b, "; filler %s covers %.0f ms, %.0f ms stay silent", r.opts.Filler, r.FillerCover.TotalMs, r.ToolSilences.TotalMs-r.FillerCover.TotalMs)
 		}
 		b.WriteString("\n")

@@ -61,7 +61,9 @@ type heardEvent struct {
 	AtMs       float64 `json:"at_ms"`
 	DurationMs float64 `json:"duration_ms"`
 	Name       string
-	Cause      string
+	// a tool_silence event's, with --filler
+	FillerCoveredMs *float64 `json:"filler_covered_ms"`
+	Cause           string
 }
 
 type gapJSON struct {
@@ -194,15 +196,17 @@ func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 	turn := toolCallTurn(t)
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	player, evs := liveKitSession(t, []*pipeline.Turn{turn}, 1, []string{"--turns", "1", "--tool", "get_weather", "--tool-ms", "2000"},
-		"--stack", "livekit-openai", "--record", rec, "--warn-tolerance", "150ms")
+		"--stack", "livekit-openai", "--record", rec, "--warn-tolerance", "150ms", "--filler", "keepalive:100ms")
 	p := player[0]
-	var heard, call heardEvent
+	var heard, call, silence heardEvent
 	for _, ev := range evs {
 		switch ev.Type {
 		case "heard":
 			heard = ev
 		case "tool_call":
 			call = ev
+		case "tool_silence":
+			silence = ev
 		case "underrun":
 			if ev.AtMs > call.AtMs && call.Name != "" && ev.AtMs < call.AtMs+2000 {
 				t.Errorf("an underrun at %.1f ms, while the tool ran", ev.AtMs)
@@ -215,6 +219,10 @@ func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 	}
 	if call.Name != "get_weather" || call.Turn != p.Turn {
 		t.Fatalf("tool_call event %+v, want get_weather in turn %s", call, p.Turn)
+	}
+	// --filler keepalive:100ms: the sound plays from 100 ms into the silence
+	if c := silence.FillerCoveredMs; c == nil || silence.DurationMs <= 100 || math.Abs(*c-(silence.DurationMs-100)) > 1e-6 {
+		t.Errorf("tool_silence event %+v: want its filler_covered_ms, all but the first 100 ms", silence)
 	}
 	checkHeard(t, p, heard)
 	// the tool's silence: the longest gap, after the call, as long as the

@@ -13,6 +13,7 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/otlp"
 	"github.com/speech-pipeline/underrun/pipeline/otlp/otlptest"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // runUnderrun runs this test binary as the underrun command, a real
@@ -96,6 +97,33 @@ func TestAnalyzeOTLP(t *testing.T) {
 
 // TestAnalyzeOTLPUnreachable: an endpoint nobody listens on gives one
 // warning, and the report and exit status are as without --otlp.
+// TestAnalyzeOTLPFiller: with --filler, the tool-call silence's event
+// carries what the report says the filler covers and how long the phrase
+// holds back the reply.
+func TestAnalyzeOTLPFiller(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	const file = "../../pipeline/trace/testdata/native/tool-call.jsonl"
+	code, out, stderr := runUnderrun(t, nil, "analyze", "--output", "json", "--filler", `after:2s:"One moment, please."`, "--otlp", rcv.URL, file)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep pipeline.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(rep.ToolList) != 1 || len(spans) != 1 || spans[0].Events().Len() != 1 {
+		t.Fatalf("%d tool-call silences in the report, %d spans: want one silence, one span with its event", len(rep.ToolList), len(spans))
+	}
+	ea, want := spans[0].Events().At(0).Attributes(), rep.ToolList[0]
+	for key, v := range map[attribute.Key]float64{otlp.AttrFillerCovered: want.CoveredMs, otlp.AttrFillerLate: want.LateMs} {
+		if got, ok := ea.Get(string(key)); !ok || got.Double() != v || v <= 0 {
+			t.Errorf("event %s = %v (%v), want the report's %v ms", key, got.AsRaw(), ok, v)
+		}
+	}
+}
+
 func TestAnalyzeOTLPUnreachable(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

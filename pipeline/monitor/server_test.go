@@ -205,7 +205,8 @@ func TestToolCallIsNotAnUnderrun(t *testing.T) {
 	var rec testkit.Buffer
 	clock := pipeline.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cfg := tokenConfig(100*ms, 50*ms)
-	s, ts := startServer(t, Options{Config: cfg, Clock: clock, Record: &rec})
+	filler, _ := pipeline.ParseFiller("keepalive:200ms")
+	s, ts := startServer(t, Options{Config: cfg, Clock: clock, Record: &rec, Filler: filler})
 	ev := subscribe(t, ts)
 	m := &manualSession{t: t, s: s, clock: clock, c: ingest(t, ts, "kitchen")}
 	m.send(`{"type":"turn_start","turn":"t1"}`)
@@ -225,8 +226,10 @@ func TestToolCallIsNotAnUnderrun(t *testing.T) {
 	if d := ev.wait(t, "underrun_started", nil); d["cause"] != string(pipeline.CauseTool) || d["at_ms"] != 150.0 {
 		t.Errorf("underrun_started %v, want the tool call's at 150 ms", d)
 	}
-	if g := ev.wait(t, "tool_silence", nil); math.Abs(g["duration_ms"].(float64)-920) > 1e-6 {
-		t.Errorf("tool_silence %v, want 920 ms", g)
+	// the keep-alive sound plays from 200 ms into it to its end
+	if g := ev.wait(t, "tool_silence", nil); math.Abs(g["duration_ms"].(float64)-920) > 1e-6 ||
+		g["filler_covered_ms"] != 720.0 || g["filler_late_ms"] != 0.0 {
+		t.Errorf("tool_silence %v, want 920 ms, 720 ms of it covered by the filler", g)
 	}
 	turn := ev.wait(t, "turn", nil)
 	if turn["interruptions"] != 0.0 || turn["glitches"] != 0.0 || turn["tool_silences"] != 1.0 || math.Abs(turn["tool_silence_ms"].(float64)-920) > 1e-6 {

@@ -556,11 +556,18 @@ func (sess *session) onEvent(e pipeline.Event) {
 			sess.mu.Unlock()
 			sess.srv.m.toolSilences.Inc()
 			sess.srv.m.toolSilence.Add(u.Duration.Seconds())
-			sess.log.Info().Str("event", "tool_silence").Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(u.Start)).
-				Float64("duration_ms", pipeline.Millis(u.Duration)).Msg("tool_silence")
-			sess.publish(eventMessage{Type: "tool_silence", Session: sess.id, Turn: e.Turn,
+			msg := eventMessage{Type: "tool_silence", Session: sess.id, Turn: e.Turn,
 				AtMs: pipeline.Millis(u.Start), DurationMs: pipeline.Millis(u.Duration), LateMs: pipeline.Millis(e.Now - e.At),
-				Cause: string(u.Cause), Token: ptr(u.Token), UnixNs: begin.Add(u.Start).UnixNano()})
+				Cause: string(u.Cause), Token: ptr(u.Token), UnixNs: begin.Add(u.Start).UnixNano()}
+			log := sess.log.Info().Str("event", "tool_silence").Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(u.Start)).
+				Float64("duration_ms", pipeline.Millis(u.Duration))
+			if f := sess.srv.opts.Filler; f.Plays() {
+				cov := f.Cover(u.Duration, sess.srv.opts.Config)
+				msg.FillerCoveredMs, msg.FillerLateMs = ptr(pipeline.Millis(cov.Covered)), ptr(pipeline.Millis(cov.Late))
+				log = log.Float64("filler_covered_ms", *msg.FillerCoveredMs).Float64("filler_late_ms", *msg.FillerLateMs)
+			}
+			log.Msg("tool_silence")
+			sess.publish(msg)
 			return
 		}
 		if u.Class == pipeline.Interruption {

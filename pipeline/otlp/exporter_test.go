@@ -249,12 +249,27 @@ func TestExportToolCall(t *testing.T) {
 	if tally.ToolSilences != 1 || tally.Interruptions+tally.Glitches != 0 {
 		t.Fatalf("the turn's gaps %+v: want one tool-call silence and no underrun", p.Underruns)
 	}
-	e := newExporter(t, otlp.Options{Endpoint: rcv.URL, Command: "test"})
+	filler := pipeline.Filler{Kind: pipeline.FillerPhrase, Delay: 1500 * ms, Phrase: "One moment, please."}
+	e := newExporter(t, otlp.Options{Endpoint: rcv.URL, Command: "test", Filler: filler})
 	e.Export(otlp.TurnRecord{Turn: turn, Playout: p})
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	a := rcv.Spans()[0].Attributes()
+	span := rcv.Spans()[0]
+	a := span.Attributes()
+	// the silence's event says what the filler covers, and how long the
+	// phrase, asked for late in it, holds back the reply
+	cov := filler.Cover(tally.ToolSilence, p.Config())
+	if cov.Late <= 0 || cov.Covered <= 0 {
+		t.Fatalf("the filler's cover %+v: want a phrase that starts in the silence and outlasts it", cov)
+	}
+	if span.Events().Len() != 1 {
+		t.Fatalf("%d events, want the tool-call silence's", span.Events().Len())
+	}
+	ea := span.Events().At(0).Attributes()
+	wantStr(t, "event", ea, string(otlp.AttrCause), string(pipeline.CauseTool))
+	wantFloat(t, "event", ea, string(otlp.AttrFillerCovered), pipeline.Millis(cov.Covered))
+	wantFloat(t, "event", ea, string(otlp.AttrFillerLate), pipeline.Millis(cov.Late))
 	wantInt(t, "span", a, string(otlp.AttrToolSilences), 1)
 	wantFloat(t, "span", a, string(otlp.AttrToolSilence), pipeline.Millis(tally.ToolSilence))
 	wantInt(t, "span", a, string(otlp.AttrInterrupts), 0)
