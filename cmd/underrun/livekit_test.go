@@ -50,6 +50,7 @@ type heardEvent struct {
 	Type, Session, Turn string
 	TTFAMs              *float64 `json:"ttfa_ms"`
 	Heard, Predicted    []gapJSON
+	Fillers             []gapJSON
 	Player              *struct {
 		TTFAMs *float64 `json:"ttfa_ms"`
 		Gaps   []gapJSON
@@ -314,8 +315,16 @@ func TestLiveKitFillerHoldsBackTheReply(t *testing.T) {
 			heard = ev
 		}
 	}
-	if len(heard.Heard) != 1 || len(heard.Predicted) != 1 || heard.Predicted[0].Cause != string(pipeline.CauseTool) || heard.Agrees == nil || !*heard.Agrees {
-		t.Errorf("the monitor's heard event %+v: want the tool call's silence, heard as predicted", heard)
+	// the monitor, told of the phrase's frames, hears what the player did,
+	// and predicts it: the tool's silence less the phrase
+	checkHeard(t, said[0], heard)
+	if len(heard.Fillers) != 1 || math.Abs(heard.Fillers[0].AtMs-(before.StartMs+before.DurationMs)) > 20 || math.Abs(heard.Fillers[0].DurationMs-length) > 20 {
+		t.Errorf("the monitor heard the filler %+v; want the phrase, %.1f ms at %.1f ms", heard.Fillers, length, before.StartMs+before.DurationMs)
+	}
+	for _, g := range heard.Predicted {
+		if g.Cause != string(pipeline.CauseTool) {
+			t.Errorf("predicted gap %+v: cause %q, want the tool call's", g, g.Cause)
+		}
 	}
 }
 

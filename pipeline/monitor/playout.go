@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -28,15 +29,16 @@ const (
 // gave its synthesizer and the audio that reached its player, kept until
 // both the turn has ended and its playout came (session.mu guards it).
 type turnAudio struct {
-	id     string
-	begin  time.Time
-	speech []speechPiece
-	pieces []audioPiece
-	record *pipeline.Turn // the turn as the guard ended it
-	played bool
-	start  time.Duration // the app's player's first audio
-	hasSt  bool
-	gaps   []PlayerGap
+	id      string
+	begin   time.Time
+	speech  []speechPiece
+	pieces  []audioPiece
+	fillers []audioPiece   // the app's filler audio (speech -1)
+	record  *pipeline.Turn // the turn as the guard ended it
+	played  bool
+	start   time.Duration // the app's player's first audio
+	hasSt   bool
+	gaps    []PlayerGap
 }
 
 // speechPiece is a text handed to the synthesizer, at At since the turn began.
@@ -115,30 +117,10 @@ func (sess *session) speechMessage(m Message, arrived time.Time) error {
 		}
 		ta.speech = append(ta.speech, speechPiece{text: m.Text, at: at})
 	case TypeAudio:
-		switch {
-		case len(ta.pieces) >= MaxAudioPieces:
+		if err := ta.addAudio(m, at); err != nil {
 			sess.mu.Unlock()
-			return fmt.Errorf("%w: turn %q: more than %d audio messages", ErrRejected, m.Turn, MaxAudioPieces)
-		case len(ta.speech) == 0:
-			sess.mu.Unlock()
-			return fmt.Errorf("%w: turn %q: audio before any speech message", ErrRejected, m.Turn)
+			return fmt.Errorf("%w: turn %q: %w", ErrRejected, m.Turn, err)
 		}
-		chunk := len(ta.speech) - 1
-		if m.HasSpeech {
-			if m.Speech >= len(ta.speech) {
-				sess.mu.Unlock()
-				return fmt.Errorf("%w: turn %q: field \"speech\": %d, but %d speech messages came", ErrRejected, m.Turn, m.Speech, len(ta.speech))
-			}
-			chunk = m.Speech
-		}
-		if n := len(ta.pieces); n > 0 {
-			if chunk < ta.pieces[n-1].speech {
-				sess.mu.Unlock()
-				return fmt.Errorf("%w: turn %q: audio of speech chunk %d after audio of chunk %d", ErrRejected, m.Turn, chunk, ta.pieces[n-1].speech)
-			}
-			at = max(at, ta.pieces[n-1].at)
-		}
-		ta.pieces = append(ta.pieces, audioPiece{at: at, audio: m.Audio, speech: chunk})
 	case TypePlayout:
 		ta.played = true
 		ta.start, ta.hasSt, ta.gaps = m.Start, m.HasStart, m.Gaps
@@ -151,6 +133,38 @@ func (sess *session) speechMessage(m Message, arrived time.Time) error {
 	if ready {
 		sess.reportHeard(ta)
 	}
+	return nil
+}
+
+// addAudio keeps audio message m, at at: a piece of the speech chunk it
+// names (the latest, when it names none), or of the app's filler.
+func (ta *turnAudio) addAudio(m Message, at time.Duration) error {
+	switch {
+	case len(ta.pieces)+len(ta.fillers) >= MaxAudioPieces:
+		return fmt.Errorf("more than %d audio messages", MaxAudioPieces)
+	case m.Filler:
+		if n := len(ta.fillers); n > 0 {
+			at = max(at, ta.fillers[n-1].at)
+		}
+		ta.fillers = append(ta.fillers, audioPiece{at: at, audio: m.Audio, speech: -1})
+		return nil
+	case len(ta.speech) == 0:
+		return errors.New("audio before any speech message")
+	}
+	chunk := len(ta.speech) - 1
+	if m.HasSpeech {
+		if m.Speech >= len(ta.speech) {
+			return fmt.Errorf("field \"speech\": %d, but %d speech messages came", m.Speech, len(ta.speech))
+		}
+		chunk = m.Speech
+	}
+	if n := len(ta.pieces); n > 0 {
+		if chunk < ta.pieces[n-1].speech {
+			return fmt.Errorf("audio of speech chunk %d after audio of chunk %d", chunk, ta.pieces[n-1].speech)
+		}
+		at = max(at, ta.pieces[n-1].at)
+	}
+	ta.pieces = append(ta.pieces, audioPiece{at: at, audio: m.Audio, speech: chunk})
 	return nil
 }
 
@@ -172,29 +186,55 @@ func (sess *session) endAudio(id string, rec *pipeline.Turn) *turnAudio {
 	return ta
 }
 
-// heardGaps plays ta's audio as a player that starts at the first piece
-// and plays the pieces back to back, each from when it arrived: the
-// silences it has to play are the gaps a listener heard.
+// heardGaps plays ta's audio as a player that plays the pieces, speech
+// and filler, back to back in the order they arrived, each from its
+// arrival: the silences it has to play between the first speech and the
+// last are the gaps a listener heard. Filler audio before the first
+// speech fills the start-up delay; the speech waits for what of it is
+// still to play, as the pieces after it do.
 func heardGaps(ta *turnAudio, rate int) player.Heard {
 	h := player.Heard{Turn: ta.id, Begin: ta.begin}
-	if len(ta.pieces) == 0 {
-		return h
-	}
 	samples := func(d time.Duration) int64 { return int64(math.Round(d.Seconds() * float64(rate))) }
-	h.Started, h.Start = true, ta.pieces[0].at
-	end := h.Start
-	for _, p := range ta.pieces {
-		if p.at > end {
-			g := player.Gap{Start: end, Duration: p.at - end, Chunk: p.speech, Played: samples(h.Speech)}
+	var end, played, lastSpeech time.Duration
+	var gaps []int // of h.Gaps, those not yet ended by a speech piece
+	for i, j := 0, 0; i < len(ta.pieces) || j < len(ta.fillers); {
+		var p audioPiece
+		if j == len(ta.fillers) || (i < len(ta.pieces) && ta.pieces[i].at <= ta.fillers[j].at) {
+			p, i = ta.pieces[i], i+1
+		} else {
+			p, j = ta.fillers[j], j+1
+		}
+		if h.Started && p.at > end {
+			g := player.Gap{Start: end, Duration: p.at - end, Played: samples(played)}
 			g.StartSample = samples(g.Start)
 			g.Samples = samples(p.at) - g.StartSample
 			h.Gaps = append(h.Gaps, g)
-			end = p.at
+			gaps = append(gaps, len(h.Gaps)-1)
 		}
-		end += p.audio
+		at := max(p.at, end)
+		end = at + p.audio
+		played += p.audio
+		if p.speech < 0 {
+			if n := len(h.Fillers); n > 0 && h.Fillers[n-1].End() == at {
+				h.Fillers[n-1].Duration += p.audio
+			} else {
+				h.Fillers = append(h.Fillers, player.Span{Start: at, Duration: p.audio})
+			}
+			continue
+		}
+		if !h.Started {
+			h.Started, h.Start = true, at
+		}
+		for _, k := range gaps {
+			h.Gaps[k].Chunk = p.speech // the speech that came late
+		}
+		gaps = gaps[:0]
 		h.Speech += p.audio
+		lastSpeech = end
 	}
-	h.End, h.Samples = end, samples(h.Speech)
+	// (silences before filler audio after the last speech are no gaps)
+	h.Gaps = h.Gaps[:len(h.Gaps)-len(gaps)]
+	h.End, h.Samples = lastSpeech, samples(h.Speech)
 	return h
 }
 
@@ -259,6 +299,9 @@ func (sess *session) reportHeard(ta *turnAudio) {
 	msg.Heard = make([]gapMessage, 0, len(cmp.Heard.Underruns))
 	for _, u := range cmp.Heard.Underruns {
 		msg.Heard = append(msg.Heard, underrunGap(u))
+	}
+	for _, f := range heard.Fillers {
+		msg.Fillers = append(msg.Fillers, gapMessage{AtMs: pipeline.Millis(f.Start), DurationMs: pipeline.Millis(f.Duration)})
 	}
 	msg.Predicted = make([]gapMessage, 0, len(cmp.Model.Underruns))
 	for _, u := range cmp.Model.Underruns {

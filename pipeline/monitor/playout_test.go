@@ -2,9 +2,13 @@ package monitor
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts/player"
 )
 
 // TestHeardEvent: an app reports the text it gave its synthesizer, the
@@ -59,6 +63,108 @@ func TestHeardEvent(t *testing.T) {
 	}
 	if h["agrees"] != true || h["measured_chunks"] != 2.0 || h["speech_chunks"] != 2.0 {
 		t.Errorf("agrees %v, %v of %v chunks measured; want true, 2 of 2", h["agrees"], h["measured_chunks"], h["speech_chunks"])
+	}
+}
+
+// TestHeardEventFiller: a filler the app plays while a tool runs is
+// heard: the tool's silence is two gaps, before and after it, and the
+// engine's prediction, the LLM's speech alone, less the filler's measured
+// play, is the same two gaps.
+func TestHeardEventFiller(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	clock := pipeline.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, ts := startServer(t, Options{Config: tokenConfig(100*ms, 0), Clock: clock})
+	ev := subscribe(t, ts)
+	m := &manualSession{t: t, s: s, clock: clock, c: ingest(t, ts, "lk")}
+	m.send(`{"type":"turn_start","turn":"speech_1"}`)
+	clock.Advance(ms)
+	m.send(`{"type":"chunk","turn":"speech_1","text":"Hello"}`)
+	m.send(`{"type":"speech","turn":"speech_1","text":"Hello"}`)
+	m.send(`{"type":"audio","turn":"speech_1","audio_ms":100,"t_ms":50}`) // plays 50-150 ms
+	clock.Advance(99 * ms)
+	m.send(`{"type":"tool_call","turn":"speech_1","name":"get_weather"}`)
+	// the app's filler: 300 ms of audio from 200 ms
+	m.send(`{"type":"audio","turn":"speech_1","audio_ms":200,"t_ms":200,"filler":true}`)
+	m.send(`{"type":"audio","turn":"speech_1","audio_ms":100,"t_ms":210,"filler":true}`)
+	clock.Advance(750 * ms)
+	m.send(`{"type":"tool_result","turn":"speech_1"}`)
+	clock.Advance(50 * ms)
+	m.send(`{"type":"chunk","turn":"speech_1","text":" there."}`)
+	m.send(`{"type":"speech","turn":"speech_1","text":"there."}`)
+	m.send(`{"type":"turn_end","turn":"speech_1"}`)
+	m.send(`{"type":"audio","turn":"speech_1","audio_ms":100,"t_ms":950}`)
+	m.send(`{"type":"playout","turn":"speech_1","start_ms":50,"gaps":[{"start_ms":150,"duration_ms":50},{"start_ms":500,"duration_ms":450}]}`)
+	h := ev.wait(t, "heard", nil)
+	gaps := func(field string) [][2]float64 {
+		var out [][2]float64
+		v, _ := h[field].([]any)
+		for _, g := range v {
+			m := g.(map[string]any)
+			out = append(out, [2]float64{m["at_ms"].(float64), m["duration_ms"].(float64)})
+			if c, ok := m["cause"]; field != "fillers" && (!ok || c != "tool_call") {
+				t.Errorf("%s gap %v: cause %v, want tool_call", field, m, c)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		field string
+		want  [][2]float64
+	}{
+		{"heard", [][2]float64{{150, 50}, {500, 450}}},
+		{"predicted", [][2]float64{{150, 50}, {500, 450}}},
+		{"fillers", [][2]float64{{200, 300}}},
+	} {
+		got := gaps(tc.field)
+		ok := len(got) == len(tc.want)
+		for i := range min(len(got), len(tc.want)) {
+			ok = ok && math.Abs(got[i][0]-tc.want[i][0]) < 0.01 && math.Abs(got[i][1]-tc.want[i][1]) < 0.01
+		}
+		if !ok {
+			t.Errorf("%s %v, want %v ([at ms, duration ms])", tc.field, got, tc.want)
+		}
+	}
+	if h["agrees"] != true {
+		t.Errorf("agrees %v, want true: %v", h["agrees"], h)
+	}
+}
+
+// TestHeardGapsFiller: filler audio fills the start-up delay without
+// starting the turn's speech, delays what arrives while it plays, and a
+// silence before filler audio after the last speech is no gap.
+func TestHeardGapsFiller(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	speech := func(at, audio time.Duration, chunk int) audioPiece {
+		return audioPiece{at: at, audio: audio, speech: chunk}
+	}
+	filler := func(at, audio time.Duration) audioPiece { return audioPiece{at: at, audio: audio, speech: -1} }
+	ta := &turnAudio{
+		id:      "t",
+		pieces:  []audioPiece{speech(300*ms, 100*ms, 0), speech(600*ms, 100*ms, 1), speech(900*ms, 100*ms, 2)},
+		fillers: []audioPiece{filler(100*ms, 250*ms), filler(500*ms, 150*ms), filler(1200*ms, 50*ms)},
+	}
+	h := heardGaps(ta, 24000)
+	// filler 100-350; speech 0 waits for it: 350-450; gap 450-500; filler
+	// 500-650; speech 1 waits: 650-750; gap 750-900; speech 2 900-1000;
+	// filler 1200-1250 after the last speech: no gap before it
+	if !h.Started || h.Start != 350*ms || h.End != 1000*ms || h.Speech != 300*ms {
+		t.Errorf("started %v at %v, ends %v, %v of speech; want at 350ms, ending 1s, 300ms", h.Started, h.Start, h.End, h.Speech)
+	}
+	type gap struct {
+		start, d time.Duration
+		chunk    int
+	}
+	var got []gap
+	for _, g := range h.Gaps {
+		got = append(got, gap{g.Start, g.Duration, g.Chunk})
+	}
+	if want := []gap{{450 * ms, 50 * ms, 1}, {750 * ms, 150 * ms, 2}}; !slices.Equal(got, want) {
+		t.Errorf("gaps %+v, want %+v", got, want)
+	}
+	if want := []player.Span{{Start: 100 * ms, Duration: 250 * ms}, {Start: 500 * ms, Duration: 150 * ms}, {Start: 1200 * ms, Duration: 50 * ms}}; !slices.Equal(h.Fillers, want) {
+		t.Errorf("fillers %+v, want %+v", h.Fillers, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts/player"
 )
 
 // Type names a message of the ingest protocol. A voice app sends the
@@ -100,6 +101,10 @@ type Message struct {
 	// latest one).
 	Speech    int
 	HasSpeech bool
+	// Filler marks an audio piece of the app's filler (field "filler"):
+	// a phrase or sound it plays while a tool runs, heard but not the
+	// LLM's speech (no speech message goes with it).
+	Filler bool
 	// Start is when the app's player played the turn's first audio, since
 	// turn_start (playout; HasStart false: not said).
 	Start    time.Duration
@@ -119,9 +124,7 @@ const MaxTraceContext = 512
 
 // PlayerGap is a silence an app's player played inside a turn's speech:
 // from Start (since turn_start) for Duration.
-type PlayerGap struct {
-	Start, Duration time.Duration
-}
+type PlayerGap = player.Span
 
 // MaxPlayerGaps is the most gaps a playout message may list.
 const MaxPlayerGaps = 1024
@@ -193,10 +196,8 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		if m.Tokens, err = count(v, "tokens"); err != nil {
 			return m, err
 		}
-		if r := v.Get("reasoning"); r != nil {
-			if m.Reasoning, err = r.Bool(); err != nil {
-				return m, fmt.Errorf("%w: field \"reasoning\": want true or false, got %s", ErrMessage, r.Type())
-			}
+		if m.Reasoning, err = flag(v, "reasoning"); err != nil {
+			return m, err
 		}
 		if m.At, m.HasAt, err = millis(v, "t_ms", false); err != nil {
 			return m, err
@@ -271,6 +272,12 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 			}
 			m.HasSpeech = true
 		}
+		if m.Filler, err = flag(v, "filler"); err != nil {
+			return m, err
+		}
+		if m.Filler && m.HasSpeech {
+			return m, fmt.Errorf("%w: field \"speech\": a filler's audio belongs to no speech message; want one of \"speech\" and \"filler\"", ErrMessage)
+		}
 	case TypePlayout:
 		if m.Start, m.HasStart, err = millis(v, "start_ms", false); err != nil {
 			return m, err
@@ -342,6 +349,19 @@ func strBytes(v *fastjson.Value, name string, required bool) ([]byte, error) {
 	}
 	if required && len(b) == 0 {
 		return nil, fmt.Errorf("%w: field %q must not be empty", ErrMessage, name)
+	}
+	return b, nil
+}
+
+// flag reads an optional true or false field (absent: false).
+func flag(v *fastjson.Value, name string) (bool, error) {
+	f := v.Get(name)
+	if f == nil {
+		return false, nil
+	}
+	b, err := f.Bool()
+	if err != nil {
+		return false, fmt.Errorf("%w: field %q: want true or false, got %s", ErrMessage, name, f.Type())
 	}
 	return b, nil
 }

@@ -46,7 +46,9 @@ func TestParse(t *testing.T) {
 		{`{"type":"tool_result","turn":"t1","t_ms":2400}`, Message{Type: TypeToolResult, Turn: "t1", At: 2400 * time.Millisecond, HasAt: true}},
 		{`{"type":"playout","turn":"t1","start_ms":420,"gaps":[{"start_ms":900,"duration_ms":250},{"start_ms":1500,"duration_ms":0.5}]}`,
 			Message{Type: TypePlayout, Turn: "t1", Start: 420 * time.Millisecond, HasStart: true,
-				Gaps: []PlayerGap{{900 * time.Millisecond, 250 * time.Millisecond}, {1500 * time.Millisecond, 500 * time.Microsecond}}}},
+				Gaps: []PlayerGap{{Start: 900 * time.Millisecond, Duration: 250 * time.Millisecond}, {Start: 1500 * time.Millisecond, Duration: 500 * time.Microsecond}}}},
+		{`{"type":"audio","turn":"t1","audio_ms":100,"t_ms":1250,"filler":true}`,
+			Message{Type: TypeAudio, Turn: "t1", Audio: 100 * time.Millisecond, At: 1250 * time.Millisecond, HasAt: true, Filler: true}},
 	}
 	var p fastjson.Parser
 	for _, tc := range tests {
@@ -83,6 +85,7 @@ func TestParseErrors(t *testing.T) {
 		`{"type":"turn_start","turn":"t","tracestate":"` + strings.Repeat("k", MaxTraceContext+1) + `"}`,
 		`{"type":"speech","turn":"t"}`, `{"type":"speech","text":"x"}`, `{"type":"audio","turn":"t"}`,
 		`{"type":"audio","turn":"t","audio_ms":0}`, `{"type":"audio","turn":"t","audio_ms":5,"speech":-1}`,
+		`{"type":"audio","turn":"t","audio_ms":5,"filler":1}`, `{"type":"audio","turn":"t","audio_ms":5,"filler":true,"speech":0}`,
 		`{"type":"playout","turn":"t","gaps":{}}`, `{"type":"playout","turn":"t","gaps":[5]}`,
 		`{"type":"playout","turn":"t","gaps":[{"start_ms":5}]}`,
 		`{"type":"playout","turn":"t","gaps":[{"start_ms":50,"duration_ms":10},{"start_ms":55,"duration_ms":1}]}`,
@@ -104,6 +107,7 @@ func FuzzParse(f *testing.F) {
 		`{"type":"tts","text":"Hello.","audio_ms":420}`,
 		`{"type":"speech","turn":"t1","text":"Sure.","t_ms":300}`,
 		`{"type":"audio","turn":"t1","audio_ms":100,"t_ms":410.5,"speech":0}`,
+		`{"type":"audio","turn":"t1","audio_ms":100,"t_ms":1250,"filler":true}`,
 		`{"type":"playout","turn":"t1","start_ms":420,"gaps":[{"start_ms":900,"duration_ms":250}]}`,
 		`{"type":"tool_call","turn":"t1","name":"get_weather","t_ms":812}`,
 		`{"type":"tool_result","turn":"t1"}`,

@@ -522,9 +522,10 @@ type eventMessage struct {
 	// that outlasts it holds back the reply (pipeline.Filler.Cover).
 	FillerCoveredMs *float64 `json:"filler_covered_ms,omitempty"`
 	FillerLateMs    *float64 `json:"filler_late_ms,omitempty"`
-	// Heard, Predicted, Player, Differences, Agrees, SpeechChunks and
-	// MeasuredChunks make a heard event (playout.go).
+	// Heard, Fillers, Predicted, Player, Differences, Agrees, SpeechChunks
+	// and MeasuredChunks make a heard event (playout.go).
 	Heard          []gapMessage   `json:"heard,omitempty"`
+	Fillers        []gapMessage   `json:"fillers,omitempty"`
 	Predicted      []gapMessage   `json:"predicted,omitempty"`
 	Player         *playerMessage `json:"player,omitempty"`
 	Differences    []diffMessage  `json:"differences,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/tts/player"
 )
 
 // Defaults of Compare.
@@ -87,7 +88,9 @@ type Pair struct {
 type Comparison struct {
 	Turn string
 	// Model is the engine's playout of the turn, given the measured
-	// timings; Heard is a copy of it whose Underruns are the gaps the
+	// timings, less what the player's fillers played over of its gaps
+	// (Heard.Fillers: the model has the LLM's speech alone, the app's
+	// filler was measured); Heard is a copy of it whose Underruns are the gaps the
 	// player counted, graded with the engine's threshold and explained
 	// with the engine's cause where the two match (a heard gap the engine
 	// did not predict keeps only the chunk that ended it).
@@ -139,6 +142,11 @@ func Compare(cfg pipeline.Config, r *Result, tol time.Duration) (*Comparison, er
 	model, err := pipeline.Play(cfg, r.Record)
 	if err != nil {
 		return nil, fmt.Errorf("turn %q: the engine: %w", r.Record.ID, err)
+	}
+	if len(r.Heard.Fillers) > 0 {
+		m := *model
+		m.Underruns = lessFillers(cfg, model.Underruns, r.Heard.Fillers)
+		model = &m
 	}
 	// a sound card asks for audio in pulls: a gap shorter than one can
 	// fall between two asks, and so be heard or not
@@ -225,16 +233,10 @@ func explain(h, u *pipeline.Underrun) {
 // threshold. Their causes are unknown here (Compare gives them the
 // engine's); Chunk is the speech chunk whose audio ended the gap.
 func HeardUnderruns(cfg pipeline.Config, r *Result) []pipeline.Underrun {
-	rate := float64(cfg.SampleRate)
-	samples := func(d time.Duration) int64 { return int64(math.Round(d.Seconds() * rate)) }
 	var out []pipeline.Underrun
 	for _, g := range r.Heard.Gaps {
-		u := pipeline.Underrun{Turn: r.Record.ID, Start: g.Start, Duration: g.Duration, Class: pipeline.Glitch,
-			StartSample: samples(g.Start), Chunk: g.Chunk, Position: pipeline.PositionUnknown, Token: -1}
-		u.Samples = samples(g.Start+g.Duration) - u.StartSample
-		if g.Duration >= cfg.Interruption {
-			u.Class = pipeline.Interruption
-		}
+		u := pipeline.Underrun{Turn: r.Record.ID, Chunk: g.Chunk, Position: pipeline.PositionUnknown, Token: -1}
+		place(cfg, &u, g.Start, g.Duration)
 		if g.Chunk >= 0 && g.Chunk < len(r.Chunks) {
 			c := r.Chunks[g.Chunk]
 			if c.Release <= g.Start {
@@ -242,6 +244,47 @@ func HeardUnderruns(cfg pipeline.Config, r *Result) []pipeline.Underrun {
 			}
 		}
 		out = append(out, u)
+	}
+	return out
+}
+
+// place puts u at start for d: its samples at the engine's rate, its
+// class by the interruption threshold.
+func place(cfg pipeline.Config, u *pipeline.Underrun, start, d time.Duration) {
+	rate := float64(cfg.SampleRate)
+	samples := func(d time.Duration) int64 { return int64(math.Round(d.Seconds() * rate)) }
+	u.Start, u.Duration = start, d
+	u.StartSample = samples(start)
+	u.Samples = samples(start+d) - u.StartSample
+	u.Class = pipeline.Glitch
+	if d >= cfg.Interruption {
+		u.Class = pipeline.Interruption
+	}
+}
+
+// lessFillers returns the gaps us less what fillers, in time order,
+// played over: the silence left before and after a filler inside a gap
+// is a gap each, of the same cause; a gap a filler covers is gone.
+func lessFillers(cfg pipeline.Config, us []pipeline.Underrun, fillers []player.Span) []pipeline.Underrun {
+	out := make([]pipeline.Underrun, 0, len(us)+len(fillers))
+	for _, u := range us {
+		from, end := u.Start, u.Start+u.Duration
+		for _, f := range fillers {
+			if f.End() <= from || f.Start >= end {
+				continue
+			}
+			if f.Start > from {
+				v := u
+				place(cfg, &v, from, f.Start-from)
+				out = append(out, v)
+			}
+			from = f.End()
+		}
+		if from < end {
+			v := u
+			place(cfg, &v, from, end-from)
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -35,6 +35,15 @@ type Gap struct {
 // End returns when the gap ended.
 func (g Gap) End() time.Duration { return g.Start + g.Duration }
 
+// Span is a stretch of a turn's time: from Start (since the turn began)
+// for Duration.
+type Span struct {
+	Start, Duration time.Duration
+}
+
+// End returns when the span ended.
+func (s Span) End() time.Duration { return s.Start + s.Duration }
+
 // Heard is what the player played of one turn.
 type Heard struct {
 	// Turn names the turn; Begin is when it began (its request was sent).
@@ -53,6 +62,11 @@ type Heard struct {
 	Samples int64
 	// Gaps are the underruns, in time order.
 	Gaps []Gap
+	// Fillers are the stretches of an app's filler the player played
+	// inside the turn, in time order: a phrase or sound it plays while a
+	// tool runs, heard but not the turn's speech (not in Speech). What they
+	// play over is not a gap.
+	Fillers []Span
 	// Late is how much later than its due time the buffer was drained, at
 	// most (Run's scheduling on a busy machine; a sound card's own buffer
 	// for Streamer): how long after the fact a gap was known.

@@ -8,8 +8,8 @@
 // (when LiveKit has run the tools): the reply's LLM stream goes on as the
 // same turn, and the player hears the silence between as a gap in it. A
 // filler the app speaks while the tool runs (Monitor.say) is played and
-// heard as part of the turn, but is not the LLM's speech: it is not
-// reported as the turn's speech or audio.
+// heard as part of the turn, but is not the LLM's speech: its frames are
+// reported as filler audio, not as the turn's speech.
 import { performance } from 'node:perf_hooks';
 import { voice } from '@livekit/agents';
 import WebSocket from 'ws';
@@ -105,8 +105,9 @@ export class Monitor {
 
   /**
    * Speaks text on session (session.say) as a filler: what an app says
-   * while a tool runs, which the player hears as part of the turn but the
-   * adapter does not report as the LLM's speech. Returns the SpeechHandle.
+   * while a tool runs, which the player hears as part of the turn and the
+   * adapter reports as filler audio, not as the LLM's speech. Returns the
+   * SpeechHandle.
    */
   say(session, text, opts) {
     this.#fillers.push(text);
@@ -260,9 +261,12 @@ export class Monitor {
     return turn ? [turn, Math.max(0, turn.speech - 1)] : [null, 0];
   }
 
-  /** @internal */
-  _audio(turn, speech, at, seconds) {
-    this.#send({ type: 'audio', turn: turn.id, speech, audio_ms: seconds * 1000, t_ms: at - turn.begin });
+  /** @internal a frame of the turn's speech chunk, or of a filler, reached the player */
+  _audio(turn, speech, at, seconds, filler) {
+    const m = { type: 'audio', turn: turn.id, audio_ms: seconds * 1000, t_ms: at - turn.begin };
+    if (filler) m.filler = true;
+    else m.speech = speech;
+    this.#send(m);
   }
 
   /** @internal */
@@ -321,7 +325,7 @@ export class PacedAudioOutput extends voice.AudioOutput {
     const seconds = frame.samplesPerChannel / frame.sampleRate;
     // (a streaming TTS, which wrapTTS does not follow, has no speech messages:
     // its frames are played and counted, not reported one by one)
-    if (turn && turn.speech > 0 && !filler) this.#monitor._audio(turn, speech, at, seconds);
+    if (turn && (turn.speech > 0 || filler)) this.#monitor._audio(turn, speech, at, seconds, filler);
     this.#queue.push({ at, rest: seconds * 1000, turn, speech: filler ? -1 : speech });
     this.#tick();
     await this.#next?.captureFrame(frame);
