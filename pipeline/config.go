@@ -64,6 +64,12 @@ type Config struct {
 	// all of it from its first audio on (frames follow Synth.RTF only for
 	// the pre-roll start).
 	Measured MeasuredSynth
+	// Filler is what the app plays in a tool call's silence (none when
+	// zero): reports say what it covers of each (Filler.Cover), and a
+	// phrase that outlasts its silence holds back the reply, which the
+	// player then plays from the phrase's end, the turn's later gaps
+	// moved with it.
+	Filler Filler
 }
 
 // Durations measures how long a synthesizer speaks a text.
@@ -155,6 +161,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := c.Transport.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.Filler.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch {

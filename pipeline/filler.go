@@ -72,6 +72,23 @@ func (f Filler) String() string {
 	return string(FillerNone)
 }
 
+// Validate reports a policy ParseFiller would not give: an unknown kind,
+// a negative delay, a phrase policy without a phrase or a keep-alive with
+// one.
+func (f Filler) Validate() error {
+	switch {
+	case f.Delay < 0:
+		return fmt.Errorf("filler %s: the delay must not be negative", f)
+	case f.Kind == FillerPhrase && strings.TrimSpace(f.Phrase) == "":
+		return fmt.Errorf("filler %s: after needs a phrase", f)
+	case f.Kind != FillerPhrase && f.Phrase != "":
+		return fmt.Errorf("filler %q: only after speaks a phrase", f.Kind)
+	case f.Kind != "" && f.Kind != FillerNone && f.Kind != FillerPhrase && f.Kind != FillerKeepalive:
+		return fmt.Errorf("filler %q: the policy is none, after or keepalive", f.Kind)
+	}
+	return nil
+}
+
 // Plays reports whether f plays anything (a policy other than none).
 func (f Filler) Plays() bool { return f.Kind != "" && f.Kind != FillerNone }
 
@@ -94,7 +111,8 @@ type Coverage struct {
 // other, LiveKit Agents one speech handle at a time
 // (AgentActivity._scheduling_task; the Node agents' mainTask, which
 // TestLiveKitFillerHoldsBackTheReply runs), Pipecat its audio frames in
-// the order they were queued. Later gaps of the turn are not moved by it.
+// the order they were queued. A Playout whose Config.Filler is f plays
+// the reply from then, so the turn's later gaps move with it.
 func (f Filler) Cover(silence time.Duration, cfg Config) Coverage {
 	rest := max(0, silence-f.Delay)
 	var c, late time.Duration

@@ -58,7 +58,7 @@ func (p *Playout) schedule() {
 		c := &p.Chunks[i]
 		if c.Ready > p.playhead {
 			p.gap(i, p.playhead, c.Ready-p.playhead)
-			p.playhead = c.Ready
+			p.playhead = c.Ready + p.fillerHold()
 		}
 		c.PlayStart = p.playhead
 		if i < len(p.arrivals) && len(p.arrivals[i]) > 0 {
@@ -94,4 +94,22 @@ func (p *Playout) schedule() {
 		p.playhead = t
 		c.PlayEnd = t
 	}
+}
+
+// fillerHold is how long the filler (Config.Filler) holds back the speech
+// after the gap just found, when that gap is a tool call's silence: what
+// of a phrase is still to play when the speech is ready (Coverage.Late).
+func (p *Playout) fillerHold() time.Duration {
+	if !p.cfg.Filler.Plays() {
+		return 0
+	}
+	n := len(p.Underruns) - 1
+	u := &p.Underruns[n]
+	if p.gapKinds[n] == gapSynth {
+		return 0 // (classifyKind: the synthesizer's, never the tool's)
+	}
+	if _, ok := p.toolBefore(u); !ok {
+		return 0
+	}
+	return p.cfg.Filler.Cover(u.Duration, p.cfg).Late
 }

@@ -70,18 +70,25 @@ func toolTurns(turns []*pipeline.Turn) []*pipeline.Turn {
 
 func TestReplayMatchesOffline(t *testing.T) {
 	t.Parallel()
-	cfg := tokenConfig(t, 40*gms)
-	cfg.Synth.TTFA = 5 * gms
 	for _, tc := range []struct {
-		name  string
-		turns []*pipeline.Turn
+		name   string
+		turns  []*pipeline.Turn
+		filler string
 	}{
-		{"interleaved", replayTurns(4, epoch)},
-		{"sequential", replayTurns(3, time.Time{})},
-		{"tool calls", toolTurns(replayTurns(3, epoch))},
+		{"interleaved", replayTurns(4, epoch), ""},
+		{"sequential", replayTurns(3, time.Time{}), ""},
+		{"tool calls", toolTurns(replayTurns(3, epoch)), ""},
+		// a phrase that holds back each reply
+		{"tool calls and a filler", toolTurns(replayTurns(3, epoch)), `after:0s:"One moment, please, while I look that up."`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			cfg := tokenConfig(t, 40*gms)
+			cfg.Synth.TTFA = 5 * gms
+			var err error
+			if cfg.Filler, err = pipeline.ParseFiller(tc.filler); err != nil {
+				t.Fatal(err)
+			}
 			clock := pipeline.ScaledClock(nil, 8)
 			c := &collector{}
 			g, err := pipeline.NewGuard(cfg, pipeline.GuardOptions{Clock: clock, OnEvent: c.add})
@@ -114,6 +121,13 @@ func TestReplayMatchesOffline(t *testing.T) {
 				}
 				if len(turn.ToolCalls) > 0 && !slices.ContainsFunc(off.Underruns, func(u pipeline.Underrun) bool { return u.Cause == pipeline.CauseTool }) {
 					t.Errorf("%s: no tool-call silence to compare", turn.ID)
+				}
+				held := slices.ContainsFunc(off.Underruns, func(u pipeline.Underrun) bool {
+					c := off.Chunks[u.Chunk]
+					return u.Cause == pipeline.CauseTool && c.PlayStart > c.Ready
+				})
+				if held != (tc.filler != "") {
+					t.Errorf("%s: a reply held back after a tool call: %v, want %v", turn.ID, held, tc.filler != "")
 				}
 			}
 			if n := len(c.kind(pipeline.EventDrain)); n < len(tc.turns) {

@@ -80,9 +80,6 @@ type ReportOptions struct {
 	// meeting every SLO is below GoodputMin.
 	Goodput    []SLO
 	GoodputMin float64
-	// Filler is the app's filler policy for tool-call silences; the
-	// report says what it would have covered (ToolSilenceReport).
-	Filler Filler
 }
 
 // Report accumulates turns and their playouts (Add), is finalized by Close,
@@ -137,6 +134,7 @@ type Report struct {
 	RequestGoodput *Goodput `json:"request_goodput,omitempty"`
 
 	opts                         ReportOptions
+	filler                       Filler       // the config's (Config.Filler): what each tool-call silence's report says it covers
 	ttft, ttfst, itl, e2el, ttfa DurationPool // released by Close
 	tpot                         Pool
 	good                         int
@@ -171,6 +169,10 @@ type ConfigReport struct {
 	RTF            float64 `json:"rtf"`
 	PrerollMs      float64 `json:"preroll_ms"`
 	InterruptionMs float64 `json:"interruption_ms"`
+	// Filler is the app's filler policy for tool-call silences
+	// (Config.Filler, in --filler form), if it plays any: the report says
+	// what it covers of each (ToolSilenceReport).
+	Filler string `json:"filler,omitempty"`
 }
 
 // UnderrunReport is an underrun as reports and event logs show it.
@@ -302,6 +304,9 @@ func NewReport(cfg Config, opts ReportOptions) *Report {
 		Chunking:       name, WPM: cfg.Voice.WPM, TokenAudioMs: Millis(cfg.Voice.TokenTime()),
 		TTSMode: string(cfg.Synth.Timing()), TTSLatencyMs: Millis(cfg.Synth.TTFA), RTF: cfg.Synth.RTF,
 		PrerollMs: Millis(cfg.Preroll), InterruptionMs: Millis(cfg.Interruption),
+	}
+	if r.filler = cfg.Filler; r.filler.Plays() {
+		r.Config.Filler = r.filler.String()
 	}
 	if st, err := tts.LookupStack(cfg.Stack); err == nil && cfg.Stack != "" {
 		r.Config.StackOverridden = st.Overridden(name, cfg.Synth)
@@ -443,7 +448,7 @@ func (r *Report) Add(t *Turn, p *Playout) {
 // addToolSilence accounts a tool-call silence apart from the underruns.
 func (r *Report) addToolSilence(p *Playout, u Underrun, tc ToolCall) {
 	r.ToolSilences.add(u.Duration)
-	cov := r.opts.Filler.Cover(u.Duration, p.Config())
+	cov := r.filler.Cover(u.Duration, p.Config())
 	if cov.Covered > 0 {
 		r.FillerCover.add(cov.Covered)
 	}
@@ -453,7 +458,7 @@ func (r *Report) addToolSilence(p *Playout, u Underrun, tc ToolCall) {
 	r.ToolList = append(r.ToolList, ToolSilenceReport{
 		Turn: u.Turn, Tool: tc.Name, ToolMs: Millis(tc.Duration),
 		StartMs: Millis(u.Start), SilenceMs: Millis(u.Duration),
-		Filler: r.opts.Filler.String(), CoveredMs: Millis(cov.Covered), SilentMs: Millis(cov.Silent),
+		Filler: r.filler.String(), CoveredMs: Millis(cov.Covered), SilentMs: Millis(cov.Silent),
 		LateMs: Millis(cov.Late),
 	})
 }
@@ -710,8 +715,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.ToolSilences.Count > 0 {
 		fmt.Fprintf(&b, "tool-call silences (not underruns): %d (%.0f ms)", r.ToolSilences.Count, r.ToolSilences.TotalMs)
-		if r.opts.Filler.Plays() {
-			fmt.Fprintf(&b, "; filler %s covers %.0f ms, %.0f ms stay silent", r.opts.Filler, r.FillerCover.TotalMs, r.ToolSilences.TotalMs-r.FillerCover.TotalMs)
+		if r.filler.Plays() {
+			fmt.Fprintf(&b, "; filler %s covers %.0f ms, %.0f ms stay silent", r.filler, r.FillerCover.TotalMs, r.ToolSilences.TotalMs-r.FillerCover.TotalMs)
 		}
 		b.WriteString("\n")
 		if r.FillerLate.Count > 0 {

@@ -31,7 +31,11 @@ import (
 // delay from inside a segment must keep that segment's last play end; a
 // delay from a segment's first chunk on moves the whole segment (the
 // synthesizer was idle: its audio had all played) and only lengthens the
-// tool-call silence.
+// tool-call silence. Unless a filler phrase holds the segment back
+// (Config.Filler): its start then stays at the phrase's end while a delay
+// is shorter than the hold, so the segment's first chunk is bounded as
+// any other (its bound, when it reaches the hold, is none: beyond it the
+// segment moves whole), and so is every chunk before it (heldCap).
 func (p *Playout) tolerance() {
 	n := len(p.at)
 	C := len(p.Chunks)
@@ -83,6 +87,7 @@ func (p *Playout) tolerance() {
 	if n := len(p.streams); n > 0 {
 		fast = max(fast, p.streams[n-1])
 	}
+	heldCap := Unbounded // the bound of the held segments after c
 	if !slow && !parallel {
 		// the usual case, the chunks after the first of the last segment
 		// (c > first >= 0: not the turn's first) and after the last stream
@@ -111,11 +116,17 @@ func (p *Playout) tolerance() {
 	}
 	for ; c >= 0; c-- {
 		ch := &chunks[c]
-		for ; k >= ch.Trigger; k-- {
-			tol[k] = next
+		for v := min(next, heldCap); k >= ch.Trigger; k-- {
+			tol[k] = v
+		}
+		n := len(segs)
+		opens := n > 0 && c == segs[n-1] && c > startChunk // c opens a segment after a tool-call silence
+		hold := time.Duration(0)
+		if opens {
+			hold = ch.PlayStart - ch.Ready // a filler phrase held it back
 		}
 		L := Unbounded
-		if c > first {
+		if c > first || hold > 0 {
 			// the latest first-audio time that keeps the turn's last
 			// audio, and so its total silence, where it is
 			L = end - tail - ch.Audio
@@ -142,14 +153,18 @@ func (p *Playout) tolerance() {
 		backlog = backlog || ch.Ready > ch.Release+l
 		// the tolerance when c is the first chunk delayed
 		next = Unbounded
-		if T != Unbounded && (c > first || backlog) {
+		if T != Unbounded && (c > first || backlog || hold > 0) {
 			next = max(0, T)
 		}
-		if n := len(segs); n > 0 && c == segs[n-1] && c > startChunk {
+		if opens {
 			// a delay from here on moves the whole segment, the
 			// synthesizer idle since the player drained: it only
-			// lengthens the tool-call silence
-			next = Unbounded
+			// lengthens the tool-call silence; unless the segment is
+			// held back, then only one reaching the hold does
+			if hold == 0 || next >= hold {
+				next = Unbounded
+			}
+			heldCap = min(heldCap, next)
 			// the segment before it: a turn of its own
 			segs = segs[:n-1]
 			first = startChunk
@@ -160,8 +175,8 @@ func (p *Playout) tolerance() {
 			M, T, backlog = Unbounded, Unbounded, p.startHeld
 		}
 	}
-	for ; k >= 0; k-- {
-		tol[k] = next
+	for v := min(next, heldCap); k >= 0; k-- {
+		tol[k] = v
 	}
 }
 

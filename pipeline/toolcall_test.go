@@ -34,6 +34,7 @@ func TestToolCallSilenceIsApart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := fixedConfig(t, 60*ms)
+			cfg.Filler = Filler{Kind: FillerKeepalive, Delay: 800 * ms}
 			p := play(t, cfg, tt.turn)
 			if len(p.Underruns) != 1 {
 				t.Fatalf("gaps = %+v, want one", p.Underruns)
@@ -41,7 +42,7 @@ func TestToolCallSilenceIsApart(t *testing.T) {
 			if got := p.Underruns[0].Cause; got != tt.want {
 				t.Fatalf("cause = %s, want %s", got, tt.want)
 			}
-			r := NewReport(cfg, ReportOptions{TPOTSLO: time.Second, Filler: Filler{Kind: FillerKeepalive, Delay: 800 * ms}})
+			r := NewReport(cfg, ReportOptions{TPOTSLO: time.Second})
 			r.Add(tt.turn, p)
 			r.Close()
 			if r.Underruns.Count != tt.underruns || r.ToolSilences.Count != tt.toolSilent || len(r.ToolList) != tt.toolSilent {
@@ -58,6 +59,49 @@ func TestToolCallSilenceIsApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFillerHoldsBackTheReply: five tokens of 60 ms play out at 300 ms;
+// a tool call from 200 ms to 700 ms; the reply's tokens at 700 and 750
+// ms, then a stall to 1100 ms. Without a filler, or with a keep-alive
+// sound, the reply plays at 700 ms and runs dry at 820 ms: a 280 ms
+// stall. A phrase asked for as the player drains, longer than the
+// silence, holds the reply back to its end, and the stall's gap is gone:
+// the tokens had come by then.
+func TestFillerHoldsBackTheReply(t *testing.T) {
+	t.Parallel()
+	turn := textless("t", 0, 50*ms, 100*ms, 150*ms, 200*ms, 700*ms, 750*ms, 1100*ms)
+	turn.ToolCalls = []ToolCall{{At: 200 * ms, Duration: 500 * ms, Name: "get_weather"}}
+	const phrase = "One moment, please, while I look that up for you."
+	for _, tc := range []struct {
+		filler string
+		start  time.Duration // the reply's
+		gaps   int           // besides the tool call's silence
+	}{
+		{"none", 700 * ms, 1},
+		{"keepalive:0s", 700 * ms, 1},
+		{`after:0s:"` + phrase + `"`, 300*ms + DefaultConfig().Voice.Duration(phrase), 0},
+	} {
+		cfg := fixedConfig(t, 60*ms)
+		var err error
+		if cfg.Filler, err = ParseFiller(tc.filler); err != nil {
+			t.Fatal(err)
+		}
+		p := play(t, cfg, turn)
+		tool := p.Underruns[0]
+		if tool.Cause != CauseTool || tool.Start != 300*ms || tool.Duration != 400*ms {
+			t.Fatalf("%s: first gap %+v, want the tool call's silence, 400 ms at 300 ms", tc.filler, tool)
+		}
+		if got := p.Chunks[5].PlayStart; got != tc.start {
+			t.Errorf("%s: the reply plays at %v, want %v", tc.filler, got, tc.start)
+		}
+		if got := len(p.Underruns) - 1; got != tc.gaps {
+			t.Errorf("%s: %d gaps after the tool call's silence, want %d: %+v", tc.filler, got, tc.gaps, p.Underruns)
+		}
+		if late := cfg.Filler.Cover(tool.Duration, cfg).Late; p.Chunks[5].PlayStart != 700*ms+late {
+			t.Errorf("%s: the reply plays at %v, want the silence's end plus the report's wait (%v)", tc.filler, p.Chunks[5].PlayStart, late)
+		}
 	}
 }
 

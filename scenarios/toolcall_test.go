@@ -32,7 +32,8 @@ func TestToolCallBuiltin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := s.Evaluate(context.Background(), RunOptions{MonteCarlo: 10, Report: pipeline.ReportOptions{Filler: fl}})
+		s.Setup.Config.Filler = fl
+		ev, err := s.Evaluate(context.Background(), RunOptions{MonteCarlo: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,9 +67,6 @@ func (a *analyzeCommand) begin() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.out.useFiller(&a.engine); err != nil {
-		return nil, err
-	}
 	if a.measured != "" {
 		f, err := os.Open(a.measured)
 		if err != nil {

@@ -48,16 +48,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.preroll, "preroll", 0, "audio the player buffers before it starts (0: start at first audio)")
 	fs.DurationVar(&f.interruption, "interruption", pipeline.DefaultInterruption, "shortest underrun counted as an interruption")
 	fs.Float64Var(&f.stallFactor, "stall-factor", pipeline.DefaultStallFactor, "an ITL this many times the turn's median ITL is a stall")
-	fs.StringVar(&f.filler, "filler", "none", `what the app plays in a tool call's silence: none, after:800ms:"One moment." (a phrase after 800 ms, in the voice model), keepalive:800ms (a sound after 800 ms until speech resumes); the report (and monitor's tool_silence events, and --otlp) says what it covers of each tool-call silence, and how long a phrase that outlasts it holds back the reply`)
-}
-
-// fillerPolicy parses --filler, or a usage error naming the flag.
-func (f *engineFlags) fillerPolicy() (pipeline.Filler, error) {
-	fl, err := pipeline.ParseFiller(f.filler)
-	if err != nil {
-		return fl, usagef("--filler: %w", err)
-	}
-	return fl, nil
+	fs.StringVar(&f.filler, "filler", "none", `what the app plays in a tool call's silence: none, after:800ms:"One moment." (a phrase after 800 ms, in the voice model), keepalive:800ms (a sound after 800 ms until speech resumes); the report (and monitor's tool_silence events, and --otlp) says what it covers of each tool-call silence, and how long a phrase that outlasts it holds back the reply, which then plays from the phrase's end`)
 }
 
 // config builds the engine configuration, or a usage error naming the flag.
@@ -109,6 +100,9 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 	cfg.Preroll = f.preroll
 	cfg.Interruption = f.interruption
 	cfg.StallFactor = f.stallFactor
+	if cfg.Filler, err = pipeline.ParseFiller(f.filler); err != nil {
+		return cfg, usagef("--filler: %w", err)
+	}
 	if f.voice != "" {
 		if err := f.applyVoice(&cfg); err != nil {
 			return cfg, err

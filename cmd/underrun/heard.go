@@ -163,9 +163,6 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 	if len(turns) == 0 {
 		return c.finishAlone(args[0], audio, res)
 	}
-	if err := c.out.useFiller(&c.engine); err != nil {
-		return err
-	}
 	s, err := c.out.begin(c.env, cfg)
 	if err != nil {
 		return err

@@ -161,10 +161,6 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	filler, err := c.engine.fillerPolicy()
-	if err != nil {
-		return err
-	}
 	if c.loadModel {
 		cfg = loadgen.Config()
 	}
@@ -177,7 +173,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		Config: cfg, WarnTolerance: c.warn, Token: c.token, Origins: c.origins,
 		MaxMessage: c.maxMessage, Rate: c.rate, Burst: c.burst, Queue: c.queue, MaxSessions: c.maxSessions,
 		MaxSubscribers: c.maxSubs, MaxPages: c.maxPages, AllowHosts: c.allowHosts,
-		Logger: zerolog.Nop(), Filler: filler,
+		Logger: zerolog.Nop(),
 	}
 	switch {
 	case c.maxMessage <= 0, c.rate <= 0, c.burst <= 0, c.queue <= 0, c.maxSessions <= 0, c.maxSubs <= 0, c.maxPages <= 0:
@@ -188,7 +184,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 		return usagef("--gc-memory must not be negative, got %d", c.gcMemory)
 	}
 	paceGC(c.gcMemory, os.Getenv)
-	stopOTLP, err := c.otlp.attach(c.env, &opts, filler)
+	stopOTLP, err := c.otlp.attach(c.env, &opts)
 	if err != nil {
 		return err
 	}

@@ -32,8 +32,8 @@ func (f *otlpFlag) bind(fs *pflag.FlagSet) {
 // start makes the exporter the flag or the environment asks for (nil,
 // nil when neither does). Its first failed export is one warning on
 // stderr; the run and its exit status go on unchanged.
-func (f *otlpFlag) start(e *env, command string, tpotSLO time.Duration, filler pipeline.Filler) (*otlp.Exporter, error) {
-	o := otlp.Options{Endpoint: f.url, Command: command, TPOTSLO: tpotSLO, Filler: filler,
+func (f *otlpFlag) start(e *env, command string, tpotSLO time.Duration) (*otlp.Exporter, error) {
+	o := otlp.Options{Endpoint: f.url, Command: command, TPOTSLO: tpotSLO,
 		OnError: func(err error) {
 			fmt.Fprintf(e.stderr, "underrun: warning: %v (telemetry is dropped; the run and its results are unchanged)\n", err)
 		}}
@@ -65,8 +65,8 @@ func stopOTLP(exp *otlp.Exporter) {
 
 // attach makes monitor export every turn that ends; the returned
 // function, run after the monitor stopped, sends what is left.
-func (f *otlpFlag) attach(e *env, opts *monitor.Options, filler pipeline.Filler) (func(), error) {
-	exp, err := f.start(e, "monitor", pipeline.DefaultTPOTSLO, filler)
+func (f *otlpFlag) attach(e *env, opts *monitor.Options) (func(), error) {
+	exp, err := f.start(e, "monitor", pipeline.DefaultTPOTSLO)
 	if err != nil || exp == nil {
 		return func() {}, err
 	}
@@ -90,15 +90,11 @@ func otlpSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 				slo = d
 			}
 		}
-		var filler pipeline.Filler
-		if fl := fs.Lookup("filler"); fl != nil {
-			filler, _ = pipeline.ParseFiller(fl.Value.String()) // (a bad one is the report flags' usage error)
-		}
 		command := fs.Name()
 		if command == "report" { // speak binds the report flags on a set of that name
 			command = "speak"
 		}
-		exp, err := f.start(e, command, slo, filler)
+		exp, err := f.start(e, command, slo)
 		if err != nil || exp == nil {
 			return nil, err
 		}

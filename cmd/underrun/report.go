@@ -46,8 +46,6 @@ var configHooks []configHook
 // reportFlags are the output flags of every command that reports on
 // played turns (analyze, sim, replay).
 type reportFlags struct {
-	// filler is --filler, set by beginEngine (the engine flags hold it).
-	filler  pipeline.Filler
 	output  string
 	perTurn bool
 	events  string
@@ -140,17 +138,7 @@ func (f *reportFlags) beginEngine(e *env, engine *engineFlags) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.useFiller(engine); err != nil {
-		return nil, err
-	}
 	return f.begin(e, cfg)
-}
-
-// useFiller takes --filler from the engine flags for the report.
-func (f *reportFlags) useFiller(engine *engineFlags) error {
-	var err error
-	f.filler, err = engine.fillerPolicy()
-	return err
 }
 
 func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
@@ -189,7 +177,6 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 		// the JSON report lists every underrun, the text report --list
 		KeepUnderruns: f.output == "json" || f.list > 0, MaxUnderruns: f.listKept(),
 		KeepChunks: f.chunks, Goodput: slos, GoodputMin: f.goodputMin,
-		Filler: f.filler,
 	})
 	switch f.events {
 	case "":

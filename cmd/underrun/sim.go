@@ -144,6 +144,7 @@ func (c *simCommand) load(cmd *cobra.Command, name string) (*scenarios.Scenario,
 		{"transport", func() { cfg.Transport = flagCfg.Transport }},
 		{"interruption", func() { cfg.Interruption = flagCfg.Interruption }},
 		{"stall-factor", func() { cfg.StallFactor = flagCfg.StallFactor }},
+		{"filler", func() { cfg.Filler = flagCfg.Filler }},
 	} {
 		if fs.Changed(o.flag) {
 			o.apply()
@@ -193,9 +194,6 @@ func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) erro
 	var buf bytes.Buffer
 	sub := *c.env
 	sub.stdout = &buf
-	if err := c.out.useFiller(&c.engine); err != nil {
-		return err
-	}
 	sess, err := c.out.begin(&sub, s.Setup.Config)
 	if err != nil {
 		return err

@@ -49,9 +49,6 @@ type speakRun struct {
 // open starts the report, the outputs, the player and the guard.
 func (r *speakRun) open() (err error) {
 	c := r.cmd
-	if err := c.out.useFiller(&c.engine); err != nil {
-		return err
-	}
 	if r.session, err = c.out.begin(c.env, r.cfg); err != nil {
 		return err
 	}
@@ -103,8 +100,12 @@ func (r *speakRun) open() (err error) {
 		}()
 		r.stop = func() { r.player.Close(); cancel(); <-r.drained }
 	}
-	// the event log says which events are the model's and which were heard
-	r.guard, err = pipeline.NewGuard(r.cfg, pipeline.GuardOptions{
+	// the event log says which events are the model's and which were
+	// heard; the pipeline plays no filler, so the guard's model has none
+	// (the report says what --filler would cover)
+	model := r.cfg
+	model.Filler = pipeline.Filler{}
+	r.guard, err = pipeline.NewGuard(model, pipeline.GuardOptions{
 		Clock: pipeline.RealClock(), Logger: r.session.log.With().Str("source", "model").Logger(),
 		OnEvent: r.guardEvent, WarnTolerance: c.warn,
 	})

@@ -60,9 +60,6 @@ type Options struct {
 	// WarnTolerance raises stall warnings when a session's stall tolerance
 	// falls to it (0: none).
 	WarnTolerance time.Duration
-	// Filler is what the app plays in a tool call's silence: each
-	// tool_silence event says what it covers (pipeline.Filler.Cover).
-	Filler pipeline.Filler
 	// Logger receives the event log: session opens and closes, underruns,
 	// stall warnings, barge-ins and turn summaries (zero: none).
 	Logger zerolog.Logger
@@ -517,7 +514,7 @@ type eventMessage struct {
 	ToolSilences  int     `json:"tool_silences,omitempty"`
 	ToolSilenceMs float64 `json:"tool_silence_ms,omitempty"`
 	Name          string  `json:"name,omitempty"`
-	// FillerCoveredMs and FillerLateMs (tool_silence, with Options.Filler)
+	// FillerCoveredMs and FillerLateMs (tool_silence, with Config.Filler)
 	// are what the filler plays over of the silence and how long a phrase
 	// that outlasts it holds back the reply (pipeline.Filler.Cover).
 	FillerCoveredMs *float64 `json:"filler_covered_ms,omitempty"`

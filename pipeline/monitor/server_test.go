@@ -205,8 +205,8 @@ func TestToolCallIsNotAnUnderrun(t *testing.T) {
 	var rec testkit.Buffer
 	clock := pipeline.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cfg := tokenConfig(100*ms, 50*ms)
-	filler, _ := pipeline.ParseFiller("keepalive:200ms")
-	s, ts := startServer(t, Options{Config: cfg, Clock: clock, Record: &rec, Filler: filler})
+	cfg.Filler, _ = pipeline.ParseFiller("keepalive:200ms")
+	s, ts := startServer(t, Options{Config: cfg, Clock: clock, Record: &rec})
 	ev := subscribe(t, ts)
 	m := &manualSession{t: t, s: s, clock: clock, c: ingest(t, ts, "kitchen")}
 	m.send(`{"type":"turn_start","turn":"t1"}`)

@@ -561,8 +561,8 @@ func (sess *session) onEvent(e pipeline.Event) {
 				Cause: string(u.Cause), Token: ptr(u.Token), UnixNs: begin.Add(u.Start).UnixNano()}
 			log := sess.log.Info().Str("event", "tool_silence").Str("turn", e.Turn).Float64("start_ms", pipeline.Millis(u.Start)).
 				Float64("duration_ms", pipeline.Millis(u.Duration))
-			if f := sess.srv.opts.Filler; f.Plays() {
-				cov := f.Cover(u.Duration, sess.srv.opts.Config)
+			if cfg := sess.srv.opts.Config; cfg.Filler.Plays() {
+				cov := cfg.Filler.Cover(u.Duration, cfg)
 				msg.FillerCoveredMs, msg.FillerLateMs = ptr(pipeline.Millis(cov.Covered)), ptr(pipeline.Millis(cov.Late))
 				log = log.Float64("filler_covered_ms", *msg.FillerCoveredMs).Float64("filler_late_ms", *msg.FillerLateMs)
 			}

@@ -74,10 +74,6 @@ type Options struct {
 	// runs (0: the SDK's, OTEL_METRIC_EXPORT_INTERVAL or 60 s); Shutdown
 	// always sends the last figures.
 	MetricInterval time.Duration
-	// Filler is what the app plays in a tool call's silence (--filler):
-	// each tool-call silence's event says what it covers
-	// (pipeline.Filler.Cover), as the report does.
-	Filler pipeline.Filler
 }
 
 // ParseEndpoint checks an OTLP/HTTP endpoint: an http or https URL with a
@@ -463,8 +459,9 @@ func (e *Exporter) span(r TurnRecord, f figures, start time.Time, clock string, 
 		if u.Tolerance != pipeline.Unbounded {
 			ev = append(ev, AttrTolerance.Float64(pipeline.Millis(u.Tolerance)))
 		}
-		if u.Cause == pipeline.CauseTool && e.opts.Filler.Plays() && r.Playout != nil {
-			cov := e.opts.Filler.Cover(u.Duration, r.Playout.Config())
+		if u.Cause == pipeline.CauseTool && r.Playout != nil && r.Playout.Config().Filler.Plays() {
+			cfg := r.Playout.Config()
+			cov := cfg.Filler.Cover(u.Duration, cfg)
 			ev = append(ev, AttrFillerCovered.Float64(pipeline.Millis(cov.Covered)), AttrFillerLate.Float64(pipeline.Millis(cov.Late)))
 		}
 		span.AddEvent(EventUnderrun, trace.WithTimestamp(start.Add(u.Start)), trace.WithAttributes(ev...))

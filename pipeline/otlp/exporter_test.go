@@ -241,7 +241,10 @@ func TestExportToolCall(t *testing.T) {
 		}
 		turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: at, Text: " " + w, Tokens: 1})
 	}
-	p, err := pipeline.Play(pipeline.DefaultConfig(), turn)
+	filler := pipeline.Filler{Kind: pipeline.FillerPhrase, Delay: 1500 * ms, Phrase: "One moment, please."}
+	cfg := pipeline.DefaultConfig()
+	cfg.Filler = filler
+	p, err := pipeline.Play(cfg, turn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +252,7 @@ func TestExportToolCall(t *testing.T) {
 	if tally.ToolSilences != 1 || tally.Interruptions+tally.Glitches != 0 {
 		t.Fatalf("the turn's gaps %+v: want one tool-call silence and no underrun", p.Underruns)
 	}
-	filler := pipeline.Filler{Kind: pipeline.FillerPhrase, Delay: 1500 * ms, Phrase: "One moment, please."}
-	e := newExporter(t, otlp.Options{Endpoint: rcv.URL, Command: "test", Filler: filler})
+	e := newExporter(t, otlp.Options{Endpoint: rcv.URL, Command: "test"})
 	e.Export(otlp.TurnRecord{Turn: turn, Playout: p})
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)

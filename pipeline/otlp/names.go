@@ -54,7 +54,7 @@ const (
 	AttrTolerance = attribute.Key("underrun.tolerance_ms") // the stall the stream could take there with no gap
 	AttrStart     = attribute.Key("underrun.start_ms")     // when it began, since the request
 	AttrDuration  = attribute.Key("underrun.duration_ms")  // how long it lasted
-	// of a tool-call silence, with Options.Filler: what the filler plays
+	// of a tool-call silence, with the playout's Config.Filler: what the filler plays
 	// over, and how long a phrase that outlasts it holds back the reply
 	AttrFillerCovered = attribute.Key("underrun.filler_covered_ms")
 	AttrFillerLate    = attribute.Key("underrun.filler_late_ms")

@@ -139,6 +139,9 @@ func Compare(cfg pipeline.Config, r *Result, tol time.Duration) (*Comparison, er
 	m.Add(r.Record.ID, r.Chunks)
 	cfg.Measured = m
 	cfg.Durations = nil
+	// the engine models the LLM's speech alone: a filler the player
+	// played is measured (Heard.Fillers), so is the reply it held back
+	cfg.Filler = pipeline.Filler{}
 	model, err := pipeline.Play(cfg, r.Record)
 	if err != nil {
 		return nil, fmt.Errorf("turn %q: the engine: %w", r.Record.ID, err)

@@ -155,7 +155,10 @@ func TestSessionReplayToolCall(t *testing.T) {
 	if !cmp.Agrees() {
 		t.Fatalf("heard differs from predicted: %+v", cmp.Pairs)
 	}
-	r := pipeline.NewReport(cfg, pipeline.ReportOptions{TPOTSLO: time.Second, Filler: pipeline.Filler{Kind: pipeline.FillerKeepalive, Delay: 200 * ms}})
+	// the report says what a filler would cover of what was heard
+	withFiller := cfg
+	withFiller.Filler = pipeline.Filler{Kind: pipeline.FillerKeepalive, Delay: 200 * ms}
+	r := pipeline.NewReport(withFiller, pipeline.ReportOptions{TPOTSLO: time.Second})
 	r.Add(res.Record, cmp.Heard)
 	r.Close()
 	if r.ToolSilences.Count != 1 || r.Underruns.Count != 0 || r.FillerCover.TotalMs <= 0 {
