@@ -364,11 +364,7 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		d.turns.begin(rec.turn, t)
 		return nil, nil
 	case "chunk":
-		t, err := d.turn(rec.turn)
-		if err != nil {
-			return nil, err
-		}
-		at, err := d.recordTime(rec, "chunk", "its arrival")
+		t, at, err := d.turnAt(rec, "chunk", "its arrival")
 		if err != nil {
 			return nil, err
 		}
@@ -393,11 +389,7 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		t.Chunks = append(t.Chunks, c)
 		return nil, nil
 	case "tool":
-		t, err := d.turn(rec.turn)
-		if err != nil {
-			return nil, err
-		}
-		at, err := d.recordTime(rec, "tool record", "when the stream stopped for it")
+		t, at, err := d.turnAt(rec, "tool record", "when the stream stopped for it")
 		if err != nil {
 			return nil, err
 		}
@@ -446,20 +438,24 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 	return nil, nil // unknown record types are ignored, as the format allows
 }
 
-// chunkSlice returns room for a turn's chunks, sized by the turns so far.
-// recordTime returns the t_ns of a record of turn rec.turn (what names
-// the record, when what its time is), checking that it is there and from
-// 0 to MaxTime.
-func (d *NativeReader) recordTime(rec *fields, what, when string) (time.Duration, error) {
+// turnAt returns the open turn a record names (turn), and the
+// record's t_ns (what names the record, when what its time is), checking
+// that it is there and from 0 to MaxTime.
+func (d *NativeReader) turnAt(rec *fields, what, when string) (*pipeline.Turn, time.Duration, error) {
+	t, err := d.turn(rec.turn)
+	if err != nil {
+		return nil, 0, err
+	}
 	if !rec.hasT {
-		return 0, d.errorf(`%s of turn %q has no "t_ns"; want %s, in nanoseconds since the request`, what, rec.turn, when)
+		return nil, 0, d.errorf(`%s of turn %q has no "t_ns"; want %s, in nanoseconds since the request`, what, rec.turn, when)
 	}
 	if rec.tNs < 0 || rec.tNs > int64(MaxTime) {
-		return 0, d.errorf("%s of turn %q has t_ns %d; want a time from 0 to %d (a year)", what, rec.turn, rec.tNs, int64(MaxTime))
+		return nil, 0, d.errorf("%s of turn %q has t_ns %d; want a time from 0 to %d (a year)", what, rec.turn, rec.tNs, int64(MaxTime))
 	}
-	return time.Duration(rec.tNs), nil
+	return t, time.Duration(rec.tNs), nil
 }
 
+// chunkSlice returns room for a turn's chunks, sized by the turns so far.
 func (d *NativeReader) chunkSlice() []pipeline.Chunk {
 	if d.sizeHint == 0 {
 		return nil
