@@ -77,14 +77,14 @@ func (f Filler) String() string {
 // one.
 func (f Filler) Validate() error {
 	switch {
+	case f.Kind != "" && f.Kind != FillerNone && f.Kind != FillerPhrase && f.Kind != FillerKeepalive:
+		return fmt.Errorf("filler %q: the policy is none, after or keepalive", f.Kind)
 	case f.Delay < 0:
 		return fmt.Errorf("filler %s: the delay must not be negative", f)
 	case f.Kind == FillerPhrase && strings.TrimSpace(f.Phrase) == "":
 		return fmt.Errorf("filler %s: after needs a phrase", f)
 	case f.Kind != FillerPhrase && f.Phrase != "":
 		return fmt.Errorf("filler %q: only after speaks a phrase", f.Kind)
-	case f.Kind != "" && f.Kind != FillerNone && f.Kind != FillerPhrase && f.Kind != FillerKeepalive:
-		return fmt.Errorf("filler %q: the policy is none, after or keepalive", f.Kind)
 	}
 	return nil
 }

@@ -14,16 +14,22 @@ func (p *Playout) samples(d time.Duration) int64 {
 	return int64(math.Round(d.Seconds() * float64(p.cfg.SampleRate)))
 }
 
-func (p *Playout) newUnderrun(chunk int, at, d time.Duration) Underrun {
-	u := Underrun{
-		Turn: p.turn, Start: at, Duration: d,
-		StartSample: p.samples(at), Chunk: chunk,
-		Class: Glitch,
-	}
-	u.Samples = p.samples(at+d) - u.StartSample
-	if d >= p.cfg.Interruption {
+// Place puts u at start for d: its samples at c's sample rate, its class
+// by c's interruption threshold.
+func (c *Config) Place(u *Underrun, start, d time.Duration) {
+	rate := float64(c.SampleRate)
+	u.Start, u.Duration = start, d
+	u.StartSample = int64(math.Round(start.Seconds() * rate))
+	u.Samples = int64(math.Round((start+d).Seconds()*rate)) - u.StartSample
+	u.Class = Glitch
+	if d >= c.Interruption {
 		u.Class = Interruption
 	}
+}
+
+func (p *Playout) newUnderrun(chunk int, at, d time.Duration) Underrun {
+	u := Underrun{Turn: p.turn, Chunk: chunk}
+	p.cfg.Place(&u, at, d)
 	return u
 }
 

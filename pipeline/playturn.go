@@ -243,7 +243,7 @@ func (p *Playout) replayOnArrival(log []loggedChunk, at []time.Duration, lat tim
 		i := base + j
 		p.synthDone, p.earliestStart, p.speech, p.Chunks, p.scheduled = synthDone, earliest, speech, all[:i+1], i
 		p.gap(i, playhead, ready-playhead)
-		playhead = ready
+		playhead = ready // (no filler holds it: PlayTurn reuses no turn with tool calls)
 		ch := &chunks[j]
 		ch.PlayStart = playhead
 		playhead += ch.Audio

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -158,6 +159,21 @@ func TestParseFillerErrors(t *testing.T) {
 				t.Errorf("ParseFiller(%q) = nil error", s)
 			}
 		})
+	}
+	// a policy built in code: Config.Validate refuses what ParseFiller would
+	for _, f := range []Filler{{Kind: "music"}, {Kind: FillerKeepalive, Delay: -ms}, {Kind: FillerPhrase, Phrase: " "},
+		{Kind: FillerKeepalive, Phrase: "hi"}} {
+		cfg := DefaultConfig()
+		cfg.Filler = f
+		if err := cfg.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("Config.Validate with filler %+v: %v, want ErrConfig", f, err)
+		}
+	}
+	for _, s := range []string{"none", "keepalive:0s", `after:1s:"Hi."`} {
+		f, _ := ParseFiller(s)
+		if err := f.Validate(); err != nil {
+			t.Errorf("ParseFiller(%q).Validate() = %v", s, err)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package speak
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -239,7 +238,7 @@ func HeardUnderruns(cfg pipeline.Config, r *Result) []pipeline.Underrun {
 	var out []pipeline.Underrun
 	for _, g := range r.Heard.Gaps {
 		u := pipeline.Underrun{Turn: r.Record.ID, Chunk: g.Chunk, Position: pipeline.PositionUnknown, Token: -1}
-		place(cfg, &u, g.Start, g.Duration)
+		cfg.Place(&u, g.Start, g.Duration)
 		if g.Chunk >= 0 && g.Chunk < len(r.Chunks) {
 			c := r.Chunks[g.Chunk]
 			if c.Release <= g.Start {
@@ -249,20 +248,6 @@ func HeardUnderruns(cfg pipeline.Config, r *Result) []pipeline.Underrun {
 		out = append(out, u)
 	}
 	return out
-}
-
-// place puts u at start for d: its samples at the engine's rate, its
-// class by the interruption threshold.
-func place(cfg pipeline.Config, u *pipeline.Underrun, start, d time.Duration) {
-	rate := float64(cfg.SampleRate)
-	samples := func(d time.Duration) int64 { return int64(math.Round(d.Seconds() * rate)) }
-	u.Start, u.Duration = start, d
-	u.StartSample = samples(start)
-	u.Samples = samples(start+d) - u.StartSample
-	u.Class = pipeline.Glitch
-	if d >= cfg.Interruption {
-		u.Class = pipeline.Interruption
-	}
 }
 
 // lessFillers returns the gaps us less what fillers, in time order,
@@ -278,14 +263,14 @@ func lessFillers(cfg pipeline.Config, us []pipeline.Underrun, fillers []player.S
 			}
 			if f.Start > from {
 				v := u
-				place(cfg, &v, from, f.Start-from)
+				cfg.Place(&v, from, f.Start-from)
 				out = append(out, v)
 			}
 			from = f.End()
 		}
 		if from < end {
 			v := u
-			place(cfg, &v, from, end-from)
+			cfg.Place(&v, from, end-from)
 			out = append(out, v)
 		}
 	}

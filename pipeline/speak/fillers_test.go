@@ -17,7 +17,7 @@ func TestLessFillers(t *testing.T) {
 	cfg := pipeline.Config{SampleRate: 1000, Interruption: 200 * ms}
 	gap := func(start, d time.Duration) pipeline.Underrun {
 		u := pipeline.Underrun{Turn: "t", Cause: pipeline.CauseTool, Token: 3, Chunk: 2}
-		place(cfg, &u, start, d)
+		cfg.Place(&u, start, d)
 		return u
 	}
 	span := func(start, d time.Duration) player.Span { return player.Span{Start: start, Duration: d} }
@@ -52,6 +52,6 @@ func TestLessFillers(t *testing.T) {
 		}
 	}
 	if g := gap(100*ms, 200*ms); g.Class != pipeline.Interruption || g.Samples != 200 || g.StartSample != 100 {
-		t.Errorf("place: %+v, want an interruption of 200 samples from sample 100", g)
+		t.Errorf("Config.Place: %+v, want an interruption of 200 samples from sample 100", g)
 	}
 }
