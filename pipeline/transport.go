@@ -140,6 +140,7 @@ func (h *hearing) gap(first, last int, at, d time.Duration) {
 		u = Underrun{Cause: CauseTransport, Position: p.position(c.From), Chunk: last, Token: c.First}
 	}
 	fresh := p.newUnderrun(u.Chunk, at, d)
+	u.Turn = fresh.Turn // a gap of the transport's own names its turn too
 	u.Start, u.Duration, u.StartSample, u.Samples, u.Class = fresh.Start, fresh.Duration, fresh.StartSample, fresh.Samples, fresh.Class
 	switch u.Cause {
 	case CauseStall, CausePace, CauseStartup:

@@ -74,6 +74,11 @@ func TestTransportHandComputed(t *testing.T) {
 			if got := heardGaps(p); !slices.Equal(got, tt.gaps) {
 				t.Errorf("gaps %v, want %v", got, tt.gaps)
 			}
+			for _, u := range p.Underruns {
+				if u.Turn != "tr" {
+					t.Errorf("the %v gap at %v (%s) is of turn %q, want \"tr\"", u.Duration, u.Start, u.Cause, u.Turn)
+				}
+			}
 			if got := startOf(p); got != tt.start {
 				t.Errorf("first audio heard at %v, want %v", got, tt.start)
 			}
