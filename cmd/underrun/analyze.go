@@ -34,7 +34,7 @@ Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
 
 const analyzeExample = `  underrun analyze trace.jsonl
   underrun analyze --chunking sentence --tts-latency 250ms --preroll 300ms trace.jsonl
-  underrun analyze --output json --per-turn --events events.jsonl a.jsonl b.jsonl
+  underrun analyze --report json --per-turn --events events.jsonl a.jsonl b.jsonl
   # a player that plays each token for 250 ms the moment it arrives:
   underrun analyze --token-audio 250ms --chunking token --tts-latency 0 --rtf 0 trace.jsonl
   # a run of underrun speak --record, again through the model, with the synthesizer as it was measured:
@@ -57,6 +57,7 @@ func newAnalyzeCommand(e *env) *analyzeCommand {
 	fs := a.cmd.Flags()
 	a.engine.bind(fs)
 	a.out.bind(fs)
+	renamed(e, fs, "output", "o", "report")
 	fs.StringVar(&a.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
 	fs.StringVar(&a.measured, "measured", "", "take each speech chunk's synthesizer timing from `FILE`, a recording of underrun speak --record (the same engine flags as that run)")
 	return a

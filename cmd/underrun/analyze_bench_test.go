@@ -212,9 +212,9 @@ func BenchmarkAnalyzeVsPythonJSON(b *testing.B) {
 	var analyze, plain, py, analyzeCPU, plainCPU, pyCPU time.Duration
 	var analyzeRSS, plainRSS, pyRSS int64
 	for b.Loop() {
-		w, rss, cpu := child(b, bin, "analyze", "--output", "json", path)
+		w, rss, cpu := child(b, bin, "analyze", "--report", "json", path)
 		analyze, analyzeRSS, analyzeCPU = analyze+w, max(analyzeRSS, rss), analyzeCPU+cpu
-		w, rss, cpu = child(b, bin, "analyze", "--output", "json", "--max-tpot=false", path)
+		w, rss, cpu = child(b, bin, "analyze", "--report", "json", "--max-tpot=false", path)
 		plain, plainRSS, plainCPU = plain+w, max(plainRSS, rss), plainCPU+cpu
 		w, rss, cpu = child(b, python, "-c", "import json, sys; json.load(open(sys.argv[1]))", path)
 		py, pyRSS, pyCPU = py+w, max(pyRSS, rss), pyCPU+cpu
@@ -248,8 +248,8 @@ func BenchmarkAnalyzeVLLM(b *testing.B) {
 		name string
 		args []string
 	}{
-		{"default", []string{"analyze", "--output", "json", path}},
-		{"no-max-tpot", []string{"analyze", "--output", "json", "--max-tpot=false", path}},
+		{"default", []string{"analyze", "--report", "json", path}},
+		{"no-max-tpot", []string{"analyze", "--report", "json", "--max-tpot=false", path}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(st.Size())
@@ -294,7 +294,7 @@ func TestAnalyzeMemoryPerITL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0], "analyze", "--output", "json", path)
+		cmd := exec.Command(os.Args[0], "analyze", "--report", "json", path)
 		cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr

@@ -11,7 +11,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -97,24 +96,8 @@ func newCaptureCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
 	bindForce(fs, &c.force)
 	c.engine.bind(fs)
-	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
+	c.out.bind(fs)
 	return c.cmd
-}
-
-// bindReportFlagsRenamed binds the shared report flags, renaming those in
-// rename (and dropping their shorthand) where the command needs the name
-// for something else.
-func bindReportFlagsRenamed(fs *pflag.FlagSet, f *reportFlags, rename map[string]string) {
-	tmp := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	f.bind(tmp)
-	tmp.VisitAll(func(fl *pflag.Flag) {
-		if to, ok := rename[fl.Name]; ok {
-			cp := *fl
-			cp.Name, cp.Shorthand = to, ""
-			fl = &cp
-		}
-		fs.AddFlag(fl)
-	})
 }
 
 // deadHost is how many requests in a row, before any got a response,

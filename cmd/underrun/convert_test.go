@@ -32,7 +32,7 @@ func TestConvertThenAnalyze(t *testing.T) {
 				t.Fatalf("convert: exit %d, stdout %q, stderr %s", code, stdout, stderr)
 			}
 			figures := func(args ...string) map[string]any {
-				_, stdout, stderr := runCLI(t, "", append([]string{"analyze", "-o", "json"}, args...)...)
+				_, stdout, stderr := runCLI(t, "", append([]string{"analyze", "--report", "json"}, args...)...)
 				var r map[string]any
 				if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 					t.Fatalf("analyze %v: %v; stderr %s", args, err, stderr)

@@ -29,7 +29,7 @@ func TestFillerFlag(t *testing.T) {
 		// later, 512 ms of it in the silence; the rest holds the reply back
 		{[]string{"analyze", "--filler", `after:2s:"One moment, please."`, trace}, "covers 512 ms, 2100 ms stay silent\n" +
 			"the phrase outlasts 1 silence and holds back the reply after it until it ends: 1007 ms in all\n"},
-		{[]string{"analyze", "--filler", `after:2s:"One moment, please."`, "--output", "json", trace}, `"late_ms": 1006.7`},
+		{[]string{"analyze", "--filler", `after:2s:"One moment, please."`, "--report", "json", trace}, `"late_ms": 1006.7`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -56,7 +56,7 @@ func TestSpeakAndHeardToolCall(t *testing.T) {
 	const trace = "../../pipeline/trace/testdata/native/tool-call.jsonl"
 	dir := t.TempDir()
 	wav, rec := filepath.Join(dir, "heard.wav"), filepath.Join(dir, "run.jsonl")
-	code, out, errOut := runCLI(t, "", "speak", "--check", "--filler", "keepalive:800ms", "--wav-out", wav, "--record", rec, trace)
+	code, out, errOut := runCLI(t, "", "speak", "--check", "--filler", "keepalive:800ms", "--wav", wav, "--record", rec, trace)
 	if code != exitOK {
 		t.Fatalf("speak: exit %d: %s\n%s", code, errOut, out)
 	}

@@ -77,7 +77,7 @@ scrape_configs:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, errOut := runCLI(t, "", "monitor", "feed", tr, "--to", mons[i].url)
+			code, out, errOut := runCLI(t, "", "monitor", "feed", tr, "--monitor", mons[i].url)
 			if code != exitOK || !strings.HasSuffix(out, " 0 refused\n") {
 				t.Errorf("feed %s: exit %d: %s%s", tr, code, out, errOut)
 			}
@@ -96,7 +96,7 @@ scrape_configs:
 	if err := os.WriteFile(unionPath, union, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "", append([]string{"analyze", "--output", "json", "--max-tpot=false", unionPath}, model...)...)
+	code, out, errOut := runCLI(t, "", append([]string{"analyze", "--report", "json", "--max-tpot=false", unionPath}, model...)...)
 	if code != exitOK && code != exitFail {
 		t.Fatalf("analyze: exit %d: %s", code, errOut)
 	}

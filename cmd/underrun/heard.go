@@ -59,7 +59,7 @@ Exit codes: 0 pass; 1 an interruption was heard (or TPOT over --tpot-slo);
 const heardExample = `  underrun heard call.wav                          # the gaps alone, graded
   underrun heard call.wav trace.jsonl              # each gap's token, ITL and cause
   underrun heard --channel right --offset 1.2s call.wav trace.jsonl
-  underrun speak --scenario prefill-unchunked --wav-out heard.wav --record run.jsonl
+  underrun speak --scenario prefill-unchunked --wav heard.wav --record run.jsonl
   underrun heard --plot heard.svg heard.wav run.jsonl`
 
 type heardCommand struct {
@@ -101,6 +101,7 @@ func newHeardCommand(e *env) *cobra.Command {
 		}
 		fs.AddFlag(f)
 	})
+	renamed(e, fs, "output", "o", "report")
 	return c.cmd
 }
 
@@ -193,7 +194,7 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 // and the verdict (fail on an interruption).
 func (c *heardCommand) finishAlone(name string, audio tts.Audio, res *heard.Result) error {
 	if c.out.output != "text" && c.out.output != "json" {
-		return usagef("--output: want text or json, got %q", c.out.output)
+		return usagef("--report: want text or json, got %q", c.out.output)
 	}
 	if c.plot != "" {
 		if err := c.writePlot(audio, res); err != nil {

@@ -26,7 +26,7 @@ func TestHeardThroughSoundServer(t *testing.T) {
 	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_HEARD_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)
 	r := heardRun{name: "sound-server", wav: filepath.Join(dir, "played.wav"), rec: filepath.Join(dir, "run.jsonl")}
-	stdout, stderr, recorded := srv.speakPlay(t, bin, stop, "--play-buffer", "250ms", "--wav-out", r.wav, "--record", r.rec)
+	stdout, stderr, recorded := srv.speakPlay(t, bin, stop, "--play-buffer", "250ms", "--wav", r.wav, "--record", r.rec)
 	h := readTruth(t, &r, stdout)
 	if len(r.gaps) == 0 {
 		t.Fatalf("speak heard no gap; stderr:\n%s", stderr)
@@ -69,7 +69,7 @@ func TestHeardThroughSoundServer(t *testing.T) {
 	degradeSamples(recorded, -50, 10, 3)
 	noisy := filepath.Join(dir, "monitor-noisy.wav")
 	writeWAVFile(t, noisy, tts.Audio{Samples: recorded, Rate: rate})
-	code, out, errOut := runCLI(t, "", "heard", "-o", "json", "--max-tpot=false", "--tts-mode", "request", noisy, r.rec)
+	code, out, errOut := runCLI(t, "", "heard", "--report", "json", "--max-tpot=false", "--tts-mode", "request", noisy, r.rec)
 	if code == exitUsage {
 		t.Fatalf("heard: exit %d: %s", code, errOut)
 	}

@@ -77,7 +77,7 @@ func heardScenario(t *testing.T, dir, name, text string, stalls map[int]time.Dur
 func recordSpeak(t *testing.T, dir, name, scenario string) heardRun {
 	t.Helper()
 	r := heardRun{name: name, wav: filepath.Join(dir, name+".wav"), rec: filepath.Join(dir, name+".jsonl")}
-	code, out, errOut := runCLI(t, "", "speak", "--scenario", scenario, "--speed", "320", "--wav-out", r.wav, "--record", r.rec, "-o", "json", "--max-tpot=false")
+	code, out, errOut := runCLI(t, "", "speak", "--scenario", scenario, "--espeak-wpm", "320", "--wav", r.wav, "--record", r.rec, "--report", "json", "--max-tpot=false")
 	if code == exitUsage {
 		t.Fatalf("speak %s: exit %d: %s", name, code, errOut)
 	}
@@ -184,7 +184,7 @@ const shortestGap = 80.0
 // judge runs heard on a recording and scores it against the truth.
 func judge(t *testing.T, r heardRun, wav string) score {
 	t.Helper()
-	code, out, errOut := runCLI(t, "", "heard", "-o", "json", "--max-tpot=false", wav, r.rec)
+	code, out, errOut := runCLI(t, "", "heard", "--report", "json", "--max-tpot=false", wav, r.rec)
 	if code == exitUsage {
 		t.Fatalf("heard %s: exit %d: %s", r.name, code, errOut)
 	}
@@ -415,7 +415,7 @@ func TestHeardAloneAndUsage(t *testing.T) {
 	wav := filepath.Join(dir, "call.wav")
 	writeWAVFile(t, wav, tts.Audio{Samples: s, Rate: rate})
 	svg := filepath.Join(dir, "heard.svg")
-	code, out, errOut := runCLI(t, "", "heard", "-o", "json", "--plot", svg, wav)
+	code, out, errOut := runCLI(t, "", "heard", "--report", "json", "--plot", svg, wav)
 	if code != exitFail {
 		t.Fatalf("exit %d, want 1 (an interruption): %s %s", code, out, errOut)
 	}
@@ -463,7 +463,7 @@ func TestHeardReadsFLACAndMP3(t *testing.T) {
 	t.Parallel()
 	gap := func(name string) (start, length float64) {
 		t.Helper()
-		code, out, errOut := runCLI(t, "", "heard", "-o", "json", "--channel", "right", filepath.Join("..", "..", "tts", "testdata", "recording", name))
+		code, out, errOut := runCLI(t, "", "heard", "--report", "json", "--channel", "right", filepath.Join("..", "..", "tts", "testdata", "recording", name))
 		if code != exitFail {
 			t.Fatalf("%s: exit %d, want 1 (an interruption): %s", name, code, errOut)
 		}

@@ -100,7 +100,7 @@ type jsonReport struct {
 
 func analyzeJSON(t *testing.T, path string) jsonReport {
 	t.Helper()
-	code, out, errOut := runCLI(t, "", "analyze", "--output", "json", path)
+	code, out, errOut := runCLI(t, "", "analyze", "--report", "json", path)
 	if code != exitOK && code != exitFail {
 		t.Fatalf("analyze %s: exit %d: %s", path, code, errOut)
 	}
@@ -136,7 +136,7 @@ func TestMockCaptureProxy(t *testing.T) {
 
 	mock := startServer(t, "mock", "--listen", "127.0.0.1:0", "--trace", origFile)
 	proxyTrace, events := filepath.Join(dir, "proxy.jsonl"), filepath.Join(dir, "events.jsonl")
-	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--upstream", mock.url, "-o", proxyTrace,
+	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--url", mock.url, "-o", proxyTrace,
 		"--events", events, "--report", "json")
 
 	capFile, sseFile := filepath.Join(dir, "capture.jsonl"), filepath.Join(dir, "capture.sse.jsonl")
@@ -316,12 +316,12 @@ func TestLiveCommandsUsage(t *testing.T) {
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--prompts", "/nonexistent"}, "--prompts"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--report", "yaml"}, "--report"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--clock", "tsc"}, "--clock"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--report", "yaml"}, "--report"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--warn-tolerance", "-1s"}, "--warn-tolerance"},
-		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--tool-wait", "0s"}, "--tool-wait must be positive"},
+		{[]string{"proxy", "--url", "http://127.0.0.1:1", "--report", "yaml"}, "--report"},
+		{[]string{"proxy", "--url", "http://127.0.0.1:1", "--warn-tolerance", "-1s"}, "--warn-tolerance"},
+		{[]string{"proxy", "--url", "http://127.0.0.1:1", "--tool-wait", "0s"}, "--tool-wait must be positive"},
 		{[]string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--api-key-env", "UNDERRUN_SURELY_UNSET_VAR"}, "not set"},
-		{[]string{"proxy"}, "--upstream"},
-		{[]string{"proxy", "--upstream", "ftp://x"}, "--upstream"},
+		{[]string{"proxy"}, "--url"},
+		{[]string{"proxy", "--url", "ftp://x"}, "--url"},
 		{[]string{"mock", "--trace", "a", "--scenario", "b"}, "not both"},
 		{[]string{"mock", "--trace", "/nonexistent"}, "--trace"},
 		{[]string{"mock", "--scenario", "no-such-scenario"}, "no-such-scenario"},

@@ -49,7 +49,7 @@ func TestDefaultRun(t *testing.T) {
 		t.Fatalf("exit %d, want %d (the default turn interrupts); stderr %s", code, exitFail, errOut)
 	}
 	golden(t, "default.txt", out)
-	code, out, _ = runCLI(t, "", "--output", "json")
+	code, out, _ = runCLI(t, "", "--report", "json")
 	if code != exitFail {
 		t.Fatalf("json: exit %d", code)
 	}
@@ -58,7 +58,7 @@ func TestDefaultRun(t *testing.T) {
 
 func TestAnalyzeJSONKeys(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := runCLI(t, "", "analyze", "--output", "json", "testdata/analyze/handcheck.jsonl")
+	code, out, errOut := runCLI(t, "", "analyze", "--report", "json", "testdata/analyze/handcheck.jsonl")
 	if code != exitFail {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
 	}
@@ -98,7 +98,7 @@ func TestTokenAudioByHand(t *testing.T) {
 	dir := t.TempDir()
 	events := filepath.Join(dir, "events.jsonl")
 	code, out, errOut := runCLI(t, "", "analyze", "--token-audio", "250ms", "--chunking", "token", "--tts-latency", "0", "--rtf", "0",
-		"--output", "json", "--events", events, "testdata/analyze/handcheck.jsonl")
+		"--report", "json", "--events", events, "testdata/analyze/handcheck.jsonl")
 	if code != exitFail {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
 	}
@@ -169,7 +169,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"not JSON", []string{"analyze", "testdata/analyze/bad_json.jsonl"}, "bad_json.jsonl:2: not a JSON object"},
 		{"missing file", []string{"analyze", "testdata/analyze/nope.jsonl"}, "no such file"},
 		{"bad flag value", []string{"analyze", "--chunking", "paragraph", "testdata/analyze/handcheck.jsonl"}, "--chunking: unknown chunking policy \"paragraph\""},
-		{"bad output", []string{"--output", "xml"}, "--output: want text or json"},
+		{"bad report format", []string{"--report", "xml"}, "--report: want text or json"},
 		{"unknown flag", []string{"analyze", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{"negative rtf", []string{"--rtf", "-1"}, "real-time factor"},
 		{"bad tts mode", []string{"--tts-mode", "batch"}, "--tts-mode: invalid synthesizer: unknown timing mode \"batch\""},
@@ -205,7 +205,7 @@ func TestDefaultRunExplainsExit1(t *testing.T) {
 			t.Errorf("the default run's output does not end by explaining its exit status (%q missing):\n%s", want, tail)
 		}
 	}
-	if _, out, _ = runCLI(t, "", "--output", "json"); strings.Contains(out, "by design") {
+	if _, out, _ = runCLI(t, "", "--report", "json"); strings.Contains(out, "by design") {
 		t.Error("the JSON report carries the text note")
 	}
 	if _, out, _ = runCLI(t, "", "analyze", "testdata/analyze/handcheck.jsonl"); strings.Contains(out, "by design") {

@@ -104,7 +104,8 @@ func newMockCommand(e *env) *cobra.Command {
 	fs.BoolVar(&c.tts, "tts", false, "also serve /v1/audio/speech: espeak-ng speaks each request, its audio streamed as it is made")
 	fs.DurationVar(&c.ttsLatency, "tts-latency", 0, "with --tts: hold every speech answer this long before its first byte")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "with --tts: espeak-ng voice (-v), e.g. en-us")
-	fs.IntVar(&c.speed, "speed", 0, "with --tts: espeak-ng rate (-s) in words per minute (default: its own, 175)")
+	fs.IntVar(&c.speed, "espeak-wpm", 0, "with --tts: espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
+	renamed(e, fs, "speed", "", "espeak-wpm")
 	return cmd
 }
 
@@ -150,9 +151,9 @@ func (c *mockCommand) run(ctx context.Context) error {
 	case c.turns < 0:
 		return usagef("--turns must not be negative, got %d", c.turns)
 	case !c.tts && (c.ttsLatency != 0 || c.espeakVoice != "" || c.speed != 0):
-		return usagef("--tts-latency, --espeak-voice and --speed need --tts")
+		return usagef("--tts-latency, --espeak-voice and --espeak-wpm need --tts")
 	case c.ttsLatency < 0 || c.speed < 0:
-		return usagef("--tts-latency and --speed must not be negative")
+		return usagef("--tts-latency and --espeak-wpm must not be negative")
 	}
 	var speech stream.Synthesizer
 	if c.tts {

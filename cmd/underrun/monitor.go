@@ -48,7 +48,7 @@ Grafana dashboard is in pipeline/monitor/grafana/underrun.json.
 The monitor listens on loopback unless --token is given; with a token every
 request needs "Authorization: Bearer TOKEN" (or ?token=TOKEN, as the page
 uses). Browser origins other than the monitor's own need --origin. Messages
-over --max-message close the connection; messages over --rate are refused
+over --max-message close the connection; messages over --max-rate are refused
 with an error message; a subscriber or page that reads too slowly is dropped.
 --record FILE writes everything accepted as a native trace, each record
 within 2 ms (a monitor killed outright loses at most the last 2 ms); turns
@@ -71,7 +71,7 @@ Exit codes: 0 clean shutdown; 2 bad usage, or the monitor could not run.`
 const monitorExample = `  underrun monitor                                   # http://127.0.0.1:8765/
   underrun monitor --record live.jsonl --warn-tolerance 150ms --chunking sentence
   underrun monitor --listen 0.0.0.0:8765 --token "$TOKEN" --origin https://ops.example.com
-  underrun monitor feed live.jsonl --to http://127.0.0.1:8765   # replay a recording into it
+  underrun monitor feed live.jsonl --monitor http://127.0.0.1:8765   # replay a recording into it
   underrun monitor rules > underrun.rules.yml                  # Prometheus rules for a fleet
   underrun monitor load --sessions 500 --duration 5s           # measure ingestion`
 
@@ -118,8 +118,9 @@ func newMonitorCommand(e *env) *cobra.Command {
 	bindForce(fs, &c.force)
 	fs.DurationVar(&c.warn, "warn-tolerance", defaultMonitorWarn, "raise a stall_warning when a stream is this close to starving the player (0: none)")
 	fs.Int64Var(&c.maxMessage, "max-message", monitor.DefaultMaxMessage, "largest ingest message in `BYTES`")
-	fs.Float64Var(&c.rate, "rate", monitor.DefaultRate, "messages per second each ingest connection may send")
-	fs.IntVar(&c.burst, "burst", monitor.DefaultBurst, "messages an ingest connection may send at once above --rate")
+	fs.Float64Var(&c.rate, "max-rate", monitor.DefaultRate, "messages per second each ingest connection may send")
+	renamed(e, fs, "rate", "", "max-rate")
+	fs.IntVar(&c.burst, "burst", monitor.DefaultBurst, "messages an ingest connection may send at once above --max-rate")
 	fs.IntVar(&c.queue, "queue", monitor.DefaultQueue, "messages a subscriber or page may fall behind before it is dropped")
 	fs.IntVar(&c.maxSessions, "max-sessions", monitor.DefaultMaxSessions, "ingest connections open at once")
 	fs.IntVar(&c.maxSubs, "max-subscribers", monitor.DefaultMaxSubscribers, "/events subscribers open at once")
@@ -177,7 +178,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	}
 	switch {
 	case c.maxMessage <= 0, c.rate <= 0, c.burst <= 0, c.queue <= 0, c.maxSessions <= 0, c.maxSubs <= 0, c.maxPages <= 0:
-		return usagef("--max-message, --rate, --burst, --queue, --max-sessions, --max-subscribers and --max-pages must be positive")
+		return usagef("--max-message, --max-rate, --burst, --queue, --max-sessions, --max-subscribers and --max-pages must be positive")
 	case c.warn < 0:
 		return usagef("--warn-tolerance must not be negative, got %v", c.warn)
 	case c.gcMemory < 0:

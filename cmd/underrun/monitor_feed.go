@@ -21,7 +21,7 @@ at its recorded time with t_ms, so the monitor raises the same underruns that
 analyze reports. A turn named SESSION/TURN (as monitor --record names them)
 is sent as TURN on SESSION. Any trace format analyze reads is accepted.
 
---to takes several monitors, separated by commas: each session goes to one
+--monitor takes several monitors, separated by commas: each session goes to one
 of them, picked by a stable hash of the session name (jump consistent hash
 of its FNV-1a 64-bit hash, as monitor.Shard computes it), so the same name
 always reaches the same monitor and a fleet grown by one monitor moves only
@@ -30,21 +30,21 @@ the sessions that go to the new one. Keep the list in the same order.
 Exit codes: 0 every message sent; 2 bad usage, or a monitor could not be
 reached.`
 
-const monitorFeedExample = `  underrun monitor feed live.jsonl --to http://127.0.0.1:8765
-  underrun monitor feed --format vllm bench.json --to ws://127.0.0.1:8765 --token "$TOKEN"
-  underrun monitor feed live.jsonl --to http://10.0.0.1:8765,http://10.0.0.2:8765,http://10.0.0.3:8765`
+const monitorFeedExample = `  underrun monitor feed live.jsonl --monitor http://127.0.0.1:8765
+  underrun monitor feed --format vllm bench.json --monitor ws://127.0.0.1:8765 --token "$TOKEN"
+  underrun monitor feed live.jsonl --monitor http://10.0.0.1:8765,http://10.0.0.2:8765,http://10.0.0.3:8765`
 
 func newMonitorFeedCommand(e *env) *cobra.Command {
 	var to, token, format, session string
 	cmd := &cobra.Command{
-		Use:     "feed FILE --to URL[,URL...]",
+		Use:     "feed FILE --monitor URL[,URL...]",
 		Short:   "Feed a recorded trace into a running monitor at its real pace",
 		Long:    monitorFeedLong,
 		Example: monitorFeedExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
-				return usagef("--to: the monitor's address is required (e.g. http://%s)", defaultMonitorListen)
+				return usagef("--monitor: the monitor's address is required (e.g. http://%s)", defaultMonitorListen)
 			}
 			in, err := openInput(e, args[0])
 			if err != nil {
@@ -59,10 +59,11 @@ func newMonitorFeedCommand(e *env) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&to, "to", "", "the monitor's `URL` (http://host:port or ws://host:port), or several separated by commas: sessions are spread over them by a stable hash of their name")
+	fs.StringVar(&to, "monitor", "", "the monitor's `URL` (http://host:port or ws://host:port), or several separated by commas: sessions are spread over them by a stable hash of their name")
 	fs.StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (default $UNDERRUN_MONITOR_TOKEN)")
 	fs.StringVar(&format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
 	fs.StringVar(&session, "session", "feed", "session `NAME` for turns that carry none")
+	renamed(e, fs, "to", "", "monitor")
 	return cmd
 }
 
@@ -72,7 +73,7 @@ func feedMonitor(ctx context.Context, e *env, dec trace.Decoder, to, token, sess
 	urls := strings.Split(to, ",")
 	for i, u := range urls {
 		if urls[i] = strings.TrimSpace(u); urls[i] == "" {
-			return usagef("--to %q: monitor %d of the list is empty; want URL or URL1,URL2,...", to, i+1)
+			return usagef("--monitor %q: monitor %d of the list is empty; want URL or URL1,URL2,...", to, i+1)
 		}
 	}
 	st, err := monitor.Feed(ctx, dec, monitor.FeedOptions{

@@ -19,7 +19,7 @@ import (
 )
 
 const monitorLoadLong = `Measure how much live traffic a monitor takes on this machine. --sessions
-websocket sessions stream turns at --rate chunks per second each; every turn
+websocket sessions stream turns at --chunk-rate chunks per second each; every turn
 stalls once (--stall after --stall-after chunks), which drains the buffer of a
 monitor running the load's speech model (each token 50 ms of audio, token
 chunking, no synthesizer latency), so every turn raises at least one
@@ -31,7 +31,7 @@ sent and lost, the delay from the moment each buffer drained to the arrival
 of its event at an /events subscriber (p50, p99, max), and the CPU used by
 the load and by the target.
 
-Without --to the command starts a bare gorilla websocket server, "echo" (the
+Without --monitor the command starts a bare gorilla websocket server, "echo" (the
 ceiling: it reads every message through the websocket layer, as the monitor
 does, and echoes only how many it read when a session closes), and then a
 monitor, each in a process of its own (this executable), and drives each with
@@ -68,7 +68,7 @@ program, a kernel thread) takes its scheduler slice, 4-13 ms on the
 development machine, while every message due meanwhile waits, and Go's
 timers wake a sleeper at the millisecond at best. --priority normal sends
 as any goroutine. --record FILE has the monitor record
-what it accepts (monitor --record), to see what recording costs. With --to
+what it accepts (monitor --record), to see what recording costs. With --monitor
 it drives that running monitor (start it with --load-model for the drains);
 lost messages are then counted from its /metrics.
 
@@ -79,7 +79,7 @@ const monitorLoadExample = `  underrun monitor load                             
   underrun monitor load --sessions 500 --duration 5s
   underrun monitor load --aligned --no-echo                # every session stalls at once
   underrun monitor load --sessions 5000 --priority normal  # senders at ordinary priority, to compare
-  underrun monitor load --to http://127.0.0.1:8765 --sessions 100`
+  underrun monitor load --monitor http://127.0.0.1:8765 --sessions 100`
 
 func newMonitorLoadCommand(e *env) *cobra.Command {
 	opts := loadgen.Options{}
@@ -88,7 +88,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 		monitorLoadLong, monitorLoadExample, cobra.NoArgs,
 		func(cmd *cobra.Command, _ []string) error {
 			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
-				return usagef("--sessions, --rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
+				return usagef("--sessions, --chunk-rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
 			}
 			if lf.network != "unix" && lf.network != "tcp" {
 				return usagef("--network %q: want unix or tcp", lf.network)
@@ -97,15 +97,17 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 				return usagef("--priority %q: want auto, realtime or normal", lf.priority)
 			}
 			if lf.record != "" && (lf.inProcess || opts.URL != "") {
-				return usagef("--record is for the monitor monitor load starts in a process of its own (not with --in-process or --to)")
+				return usagef("--record is for the monitor monitor load starts in a process of its own (not with --in-process or --monitor)")
 			}
 			return runLoad(cmd.Context(), e, opts, lf)
 		})
 	fs := cmd.Flags()
-	fs.StringVar(&opts.URL, "to", "", "drive this running monitor (`URL`) instead of starting one")
-	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (with --to)")
+	fs.StringVar(&opts.URL, "monitor", "", "drive this running monitor (`URL`) instead of starting one")
+	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (with --monitor)")
+	renamed(e, fs, "to", "", "monitor")
 	fs.IntVar(&opts.Sessions, "sessions", loadgen.DefaultSessions, "concurrent sessions")
-	fs.Float64Var(&opts.Rate, "rate", loadgen.DefaultRate, "chunks per second per session")
+	fs.Float64Var(&opts.Rate, "chunk-rate", loadgen.DefaultRate, "chunks per second per session")
+	renamed(e, fs, "rate", "", "chunk-rate")
 	fs.DurationVar(&opts.Duration, "duration", loadgen.DefaultDuration, "how long the sessions stream")
 	fs.IntVar(&opts.TurnChunks, "turn-chunks", loadgen.DefaultTurnChunks, "chunks per turn")
 	fs.IntVar(&opts.StallAfter, "stall-after", loadgen.DefaultStallAfter, "chunks before each turn's stall")

@@ -108,7 +108,7 @@ func TestMonitorRecordingWithReusedTurnIDs(t *testing.T) {
 		t.Errorf("converted %s, want %s", got, want)
 	}
 	b := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--record", recB, "--events", "")
-	code, out, errOut := runCLI(t, "", "monitor", "feed", recA, "--to", b.url)
+	code, out, errOut := runCLI(t, "", "monitor", "feed", recA, "--monitor", b.url)
 	if code != exitOK || !strings.Contains(out, "fed 4 turns of 1 sessions: 12 messages, 0 refused") {
 		t.Fatalf("feed: exit %d: %s%s", code, out, errOut)
 	}

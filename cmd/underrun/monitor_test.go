@@ -86,7 +86,7 @@ func TestMonitorFeedRecord(t *testing.T) {
 	writeTrace(t, orig, fourWordTurn("t1", "kitchen"), fourWordTurn("t2", "car"))
 	model := []string{"--chunking", "token", "--token-audio", "80ms", "--tts-latency", "0", "--rtf", "0"}
 	srv := startServer(t, append([]string{"monitor", "--listen", "127.0.0.1:0", "--record", rec, "--events", events}, model...)...)
-	code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", srv.url)
+	code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--monitor", srv.url)
 	if code != exitOK || !strings.Contains(out, "fed 2 turns of 2 sessions: 12 messages, 0 refused") {
 		t.Fatalf("feed: exit %d, %q, %s", code, out, errOut)
 	}
@@ -130,10 +130,10 @@ func TestMonitorUsage(t *testing.T) {
 	tests := []usageCase{
 		{[]string{"monitor", "--listen", "0.0.0.0:0"}, "not a loopback address"},
 		{[]string{"monitor", "--listen", "nonsense"}, "--listen"},
-		{[]string{"monitor", "--rate", "0"}, "must be positive"},
+		{[]string{"monitor", "--max-rate", "0"}, "must be positive"},
 		{[]string{"monitor", "--gc-memory", "-1"}, "--gc-memory"},
-		{[]string{"monitor", "feed", "x.jsonl"}, "--to"},
-		{[]string{"monitor", "feed", "/nonexistent.jsonl", "--to", "http://127.0.0.1:1"}, "no such file"},
+		{[]string{"monitor", "feed", "x.jsonl"}, "--monitor"},
+		{[]string{"monitor", "feed", "/nonexistent.jsonl", "--monitor", "http://127.0.0.1:1"}, "no such file"},
 		{[]string{"monitor", "load", "--sessions", "0"}, "must be positive"},
 		{[]string{"monitor", "load", "--network", "udp"}, `--network "udp": want unix or tcp`},
 		{[]string{"monitor", "load", "--priority", "high"}, `--priority "high": want auto, realtime or normal`},
@@ -185,7 +185,7 @@ func TestReplayToMonitor(t *testing.T) {
 		{At: 20 * ms, Text: "Hi", Tokens: 1}, {At: 40 * ms, Text: " there.", Tokens: 1},
 	}})
 	srv := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--record", rec)
-	code, out, errOut := runCLI(t, "", "replay", orig, "--to", srv.url)
+	code, out, errOut := runCLI(t, "", "replay", orig, "--monitor", srv.url)
 	if code != exitOK || !strings.Contains(out, "fed 1 turns of 1 sessions: 4 messages, 0 refused") {
 		t.Fatalf("replay --to: exit %d, %q, %s", code, out, errOut)
 	}
@@ -196,7 +196,7 @@ func TestReplayToMonitor(t *testing.T) {
 	if len(turns) != 1 || turns[0].ID != "desk/t1" || len(turns[0].Chunks) != 2 {
 		t.Fatalf("recording holds %+v", turns)
 	}
-	if code, _, errOut := runCLI(t, "", "replay", orig, "--to", srv.url, "--speed", "2"); code != exitUsage || !strings.Contains(errOut, "drop --speed") {
+	if code, _, errOut := runCLI(t, "", "replay", orig, "--monitor", srv.url, "--speed", "2"); code != exitUsage || !strings.Contains(errOut, "drop --speed") {
 		t.Errorf("--to with --speed: exit %d, %s", code, errOut)
 	}
 }
@@ -290,7 +290,7 @@ func TestMonitorListensOnTwo(t *testing.T) {
 	orig := filepath.Join(dir, "t.jsonl")
 	writeTrace(t, orig, &pipeline.Turn{ID: "t1", Session: "desk", Status: pipeline.StatusOK,
 		Chunks: []pipeline.Chunk{{At: 5 * time.Millisecond, Text: "Hello", Tokens: 1}, {At: 10 * time.Millisecond, Text: " there.", Tokens: 1}}})
-	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", "unix:"+sock); code != exitOK {
+	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--monitor", "unix:"+sock); code != exitOK {
 		t.Fatalf("feed over the socket: exit %d, %s%s", code, out, errOut)
 	}
 	n, err := monitor.ScrapeReceived(context.Background(), srv.url, "")

@@ -30,13 +30,13 @@ func newMonitorWatchCommand(e *env) *cobra.Command {
 	var to, token string
 	var nice int
 	cmd := &cobra.Command{
-		Use:    "watch --to URL",
+		Use:    "watch --monitor URL",
 		Short:  "Time a monitor's underrun_started events until standard input closes (a tool of monitor load)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
-				return usagef("--to: want the monitor's address")
+				return usagef("--monitor: want the monitor's address")
 			}
 			if nice != 0 {
 				if err := loadgen.NiceSelf(nice); err != nil {
@@ -52,9 +52,10 @@ func newMonitorWatchCommand(e *env) *cobra.Command {
 			return json.NewEncoder(e.stdout).Encode(w.Stop())
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "the monitor's `URL`")
+	cmd.Flags().StringVar(&to, "monitor", "", "the monitor's `URL`")
 	cmd.Flags().StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token")
 	cmd.Flags().IntVar(&nice, "nice", 0, "run at this nice value (monitor load's real-time senders share the subscriber's CPUs)")
+	renamed(e, cmd.Flags(), "to", "", "monitor")
 	return cmd
 }
 
@@ -70,7 +71,7 @@ const watchingLine = "underrun watch: subscribed"
 // reached its socket late with it (drain-p99 7-9 ms at 4,000 sessions,
 // 3-4 ms at nice -20 or with senders at ordinary priority).
 func spawnWatch(ctx context.Context, url, token string, realtime bool) (func() (loadgen.DrainReport, error), error) {
-	args := []string{"monitor", "watch", "--to", url}
+	args := []string{"monitor", "watch", "--monitor", url}
 	if realtime {
 		args = append(args, "--nice=-20")
 	}

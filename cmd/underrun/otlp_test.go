@@ -35,7 +35,7 @@ func TestAnalyzeOTLP(t *testing.T) {
 	t.Parallel()
 	rcv := otlptest.NewReceiver(t)
 	const file = "testdata/analyze/handcheck.jsonl"
-	code, out, stderr := runUnderrun(t, nil, "analyze", "--output", "json", "--per-turn", "--otlp", rcv.URL, file)
+	code, out, stderr := runUnderrun(t, nil, "analyze", "--report", "json", "--per-turn", "--otlp", rcv.URL, file)
 	if code != exitOK && code != exitFail {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -104,7 +104,7 @@ func TestAnalyzeOTLPFiller(t *testing.T) {
 	t.Parallel()
 	rcv := otlptest.NewReceiver(t)
 	const file = "../../pipeline/trace/testdata/native/tool-call.jsonl"
-	code, out, stderr := runUnderrun(t, nil, "analyze", "--output", "json", "--filler", `after:2s:"One moment, please."`, "--otlp", rcv.URL, file)
+	code, out, stderr := runUnderrun(t, nil, "analyze", "--report", "json", "--filler", `after:2s:"One moment, please."`, "--otlp", rcv.URL, file)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -156,7 +156,7 @@ func TestMonitorOTLP(t *testing.T) {
 	writeTrace(t, orig, fourWordTurn("t1", "kitchen"), fourWordTurn("t2", "car"))
 	srv := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--otlp", rcv.URL,
 		"--chunking", "token", "--token-audio", "80ms", "--tts-latency", "0", "--rtf", "0")
-	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--to", srv.url); code != exitOK {
+	if code, out, errOut := runCLI(t, "", "monitor", "feed", orig, "--monitor", srv.url); code != exitOK {
 		t.Fatalf("feed: exit %d, %q, %s", code, out, errOut)
 	}
 	if code := srv.stop(t); code != exitOK {

@@ -108,7 +108,7 @@ func TestOutputsLeaveWhatWasThere(t *testing.T) {
 			return []string{"capture", "--url", "http://127.0.0.1:1", "--model", "m", "--sse", o}
 		}},
 		{"proxy -o", "live.jsonl", func(o string) []string {
-			return []string{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", inUse, "-o", o}
+			return []string{"proxy", "--url", "http://127.0.0.1:1", "--listen", inUse, "-o", o}
 		}},
 		{"monitor --record", "live.jsonl", func(o string) []string {
 			return []string{"monitor", "--listen", inUse, "--record", o}

@@ -102,7 +102,7 @@ func TestProgressBarOnTerminal(t *testing.T) {
 	}
 	// JSON on stdout stays JSON, the same as without a terminal; the bar is
 	// on stderr only
-	code, js, term := ptyRun(t, 0, "analyze", "--max-tpot=false", "--output", "json", path)
+	code, js, term := ptyRun(t, 0, "analyze", "--max-tpot=false", "--report", "json", path)
 	if code == exitUsage || !bar.MatchString(term) {
 		t.Errorf("analyze --output json: exit %d, terminal %q", code, term)
 	}
@@ -110,7 +110,7 @@ func TestProgressBarOnTerminal(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &report); err != nil || strings.ContainsAny(js, "\r\x1b") {
 		t.Errorf("stdout is not clean JSON (%v):\n%q", err, js[:min(len(js), 300)])
 	}
-	_, plain, _ := runCLI(t, "", "analyze", "--max-tpot=false", "--output", "json", path)
+	_, plain, _ := runCLI(t, "", "analyze", "--max-tpot=false", "--report", "json", path)
 	if js != plain {
 		t.Error("the JSON report differs with a terminal on stderr")
 	}
@@ -130,7 +130,7 @@ func TestProgressBarStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, term := ptyRunStdin(t, bytes.NewReader(data), 0, "analyze", "--max-tpot=false", "--output", "json", "-")
+	code, out, term := ptyRunStdin(t, bytes.NewReader(data), 0, "analyze", "--max-tpot=false", "--report", "json", "-")
 	if code == exitUsage {
 		t.Fatalf("exit %d: %s", code, term)
 	}

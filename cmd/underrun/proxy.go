@@ -48,9 +48,9 @@ prints the report over every stream it saw (--report json for JSON).
 
 Exit codes: 0 pass; 1 the report's verdict failed; 2 bad usage.`
 
-const proxyExample = `  underrun proxy --upstream http://127.0.0.1:8000      # listen on 127.0.0.1:8080
-  underrun proxy --listen 127.0.0.1:9000 --upstream https://api.openai.com -o live.jsonl
-  underrun proxy --upstream http://gpu-box:8000 --chunking sentence --tts-latency 250ms --warn-tolerance 100ms
+const proxyExample = `  underrun proxy --url http://127.0.0.1:8000      # listen on 127.0.0.1:8080
+  underrun proxy --listen 127.0.0.1:9000 --url https://api.openai.com -o live.jsonl
+  underrun proxy --url http://gpu-box:8000 --chunking sentence --tts-latency 250ms --warn-tolerance 100ms
   # then, in the app: OPENAI_BASE_URL=http://127.0.0.1:8080/v1`
 
 type proxyCommand struct {
@@ -71,12 +71,13 @@ type proxyCommand struct {
 
 func newProxyCommand(e *env) *cobra.Command {
 	c := &proxyCommand{env: e}
-	cmd := newCommand("proxy --upstream URL", "Guard live traffic: a transparent proxy that plays every stream as it passes",
+	cmd := newCommand("proxy --url URL", "Guard live traffic: a transparent proxy that plays every stream as it passes",
 		proxyLong, proxyExample, cobra.NoArgs,
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback by default)")
-	fs.StringVar(&c.upstream, "upstream", "", "the server to forward to, e.g. http://127.0.0.1:8000 (required)")
+	fs.StringVar(&c.upstream, "url", "", "the LLM server to forward to, e.g. http://127.0.0.1:8000 (required)")
+	renamed(e, fs, "upstream", "", "url")
 	fs.StringVarP(&c.traceFile, "output", "o", "", "record the native trace of every stream to `FILE`")
 	fs.StringVar(&c.sseFile, "sse", "", "record the raw SSE bytes of every stream, with arrival times, to `FILE`")
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
@@ -85,7 +86,7 @@ func newProxyCommand(e *env) *cobra.Command {
 	bindForce(fs, &c.force)
 	bindAllowHost(fs, &c.allowHosts, "")
 	c.engine.bind(fs)
-	bindReportFlagsRenamed(fs, &c.out, map[string]string{"output": "report"})
+	c.out.bind(fs)
 	c.out.live, c.out.replace = true, &c.force // its event log is written as it goes
 	fs.Lookup("events").DefValue = "-"
 	fs.Set("events", "-")
@@ -94,7 +95,7 @@ func newProxyCommand(e *env) *cobra.Command {
 
 func (c *proxyCommand) run(ctx context.Context) error {
 	if c.upstream == "" {
-		return usagef("proxy needs --upstream URL (see --help)")
+		return usagef("proxy needs --url URL (see --help)")
 	}
 	if c.out.output != "text" && c.out.output != "json" {
 		return usagef("--report: want text or json, got %q", c.out.output)
@@ -107,7 +108,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	}
 	p, err := openai.NewProxy(c.upstream, nil)
 	if err != nil {
-		return usagef("--upstream: %w", err)
+		return usagef("--url: %w", err)
 	}
 	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {

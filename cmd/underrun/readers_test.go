@@ -118,7 +118,7 @@ func TestAnalyzeSummaryOnly(t *testing.T) {
 			}
 		}
 	}
-	code, stdout, _ := runCLI(t, "", "analyze", "-o", "json", vllm)
+	code, stdout, _ := runCLI(t, "", "analyze", "--report", "json", vllm)
 	if code != exitOK || !strings.Contains(stdout, `"saved_only": true`) || !strings.Contains(stdout, `"saved_ms"`) || !strings.Contains(stdout, `"result": "none"`) {
 		t.Errorf("json: exit %d\n%s", code, stdout)
 	}
@@ -169,7 +169,7 @@ func TestAnalyzeGoodput(t *testing.T) {
 	if code != exitFail || strings.Count(stdout, line) != 2 || !strings.Contains(stdout, "want at least 100.0%") || !strings.Contains(stdout, "all 18 values match") {
 		t.Errorf("exit %d, stderr %s, stdout:\n%s", code, stderr, stdout)
 	}
-	code, stdout, _ = runCLI(t, "", "analyze", "--goodput", "ttft:100.00000005,tpot:20.0000000005,e2el:300", "--goodput-min", "0.1", "-o", "json", path)
+	code, stdout, _ = runCLI(t, "", "analyze", "--goodput", "ttft:100.00000005,tpot:20.0000000005,e2el:300", "--goodput-min", "0.1", "--report", "json", path)
 	// the verdict fails for the failed request only, not for goodput
 	if code != exitFail || !strings.Contains(stdout, `"request_goodput": {`) || !strings.Contains(stdout, `"good": 6`) ||
 		strings.Contains(stdout, "want at least") || !strings.Contains(stdout, "1 turn failed") {
@@ -244,7 +244,7 @@ func TestAnalyzeOutputThatIsNotSpeech(t *testing.T) {
 		t.Errorf("the inversion's cap is printed as a figure:\n%s", stdout)
 	}
 	// spoken per token: about 256 x 245 ms, not one 1,024-letter word
-	_, stdout, _ = runCLI(t, "", "analyze", "-o", "json", "--per-turn", path)
+	_, stdout, _ = runCLI(t, "", "analyze", "--report", "json", "--per-turn", path)
 	var r struct {
 		TurnsNotSpeech int `json:"turns_not_speech"`
 		PerTurn        []struct {

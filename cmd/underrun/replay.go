@@ -29,11 +29,11 @@ runs dry, then again, complete, when audio resumes; the report at the end is
 the one analyze gives for the same trace.
 
 --speed plays faster or slower than real time (the underruns stay exactly
-those of the recording). --warn prints a stall warning whenever the stall
+those of the recording). --warn-tolerance prints a stall warning whenever the stall
 tolerance (how much longer the stream can stay silent before the player
 starves) falls to the threshold. With a build made with -tags speaker,
 --play plays what the listener hears through the sound card as it happens.
---to URL instead feeds the trace into a running underrun monitor at its real
+--monitor URL instead feeds the trace into a running underrun monitor at its real
 pace, as a voice app would (see underrun monitor).
 
 Ctrl-C stops the replay; the turns so far are reported.
@@ -42,9 +42,9 @@ Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
 2 bad usage or bad input.`
 
 const replayExample = `  underrun replay trace.jsonl
-  underrun replay --speed 4 --warn 150ms capture.jsonl
+  underrun replay --speed 4 --warn-tolerance 150ms capture.jsonl
   underrun replay --chunking sentence --tts-latency 250ms --wav turn.wav --mark-gaps trace.jsonl
-  underrun replay live.jsonl --to http://127.0.0.1:8765    # into a running monitor
+  underrun replay live.jsonl --monitor http://127.0.0.1:8765    # into a running monitor
   go build -tags speaker ./cmd/underrun && ./underrun replay --play trace.jsonl`
 
 // openSpeaker starts playing s through the sound card at rate, with a
@@ -78,11 +78,14 @@ func newReplayCommand(e *env) *cobra.Command {
 	c.engine.bind(fs)
 	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
 	fs.Float64Var(&c.speed, "speed", 1, "play `FACTOR` times as fast as recorded (2: twice as fast)")
-	fs.DurationVar(&c.warn, "warn", 0, "print a stall warning when the stall tolerance falls to this (0: none)")
+	fs.DurationVar(&c.warn, "warn-tolerance", 0, "print a stall warning when the stall tolerance falls to this (0: none)")
 	fs.BoolVar(&c.play, "play", false, "play what the listener hears through the sound card (builds with -tags speaker)")
-	fs.StringVar(&c.to, "to", "", "feed the trace into the running monitor at `URL` at its real pace instead of guarding it here")
-	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token, with --to (default $UNDERRUN_MONITOR_TOKEN)")
+	fs.StringVar(&c.to, "monitor", "", "feed the trace into the running monitor at `URL` at its real pace instead of guarding it here")
+	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token, with --monitor (default $UNDERRUN_MONITOR_TOKEN)")
 	c.out.bind(fs)
+	renamed(e, fs, "output", "o", "report")
+	renamed(e, fs, "warn", "", "warn-tolerance")
+	renamed(e, fs, "to", "", "monitor")
 	return c.cmd
 }
 
@@ -91,13 +94,13 @@ func (c *replayCommand) run(cmd *cobra.Command, args []string) error {
 	case !(c.speed > 0) || math.IsInf(c.speed, 0):
 		return usagef("--speed must be a positive number, got %v", c.speed)
 	case c.warn < 0:
-		return usagef("--warn must not be negative, got %v", c.warn)
+		return usagef("--warn-tolerance must not be negative, got %v", c.warn)
 	case c.play && openSpeaker == nil:
 		return usagef("--play: this build has no sound card support; build with: go build -tags speaker ./cmd/underrun")
 	case c.play && c.speed != 1:
 		return usagef("--play plays in real time: drop --speed")
 	case c.to != "" && (c.speed != 1 || c.play):
-		return usagef("--to feeds the monitor at the trace's real pace: drop --speed and --play")
+		return usagef("--monitor feeds the monitor at the trace's real pace: drop --speed and --play")
 	}
 	if c.play && soundCard != nil {
 		// before anything is read or played: without a card, exit 2 now

@@ -34,11 +34,11 @@ func defaultTrace(t *testing.T) string {
 func TestReplayMatchesAnalyze(t *testing.T) {
 	t.Parallel()
 	path := defaultTrace(t)
-	code, live, errOut := runCLI(t, "", "replay", "--speed", "25", "--warn", "100ms", "--output", "json", path)
+	code, live, errOut := runCLI(t, "", "replay", "--speed", "25", "--warn-tolerance", "100ms", "--report", "json", path)
 	if code != exitFail {
 		t.Fatalf("replay: exit %d, want %d; stderr %s", code, exitFail, errOut)
 	}
-	code, offline, errOut2 := runCLI(t, "", "analyze", "--output", "json", path)
+	code, offline, errOut2 := runCLI(t, "", "analyze", "--report", "json", path)
 	if code != exitFail {
 		t.Fatalf("analyze: exit %d; stderr %s", code, errOut2)
 	}
@@ -70,11 +70,11 @@ func TestReplayMatchesAnalyze(t *testing.T) {
 func TestReplayToolCall(t *testing.T) {
 	t.Parallel()
 	const path = "../../pipeline/trace/testdata/native/tool-call.jsonl"
-	code, live, errOut := runCLI(t, "", "replay", "--speed", "20", "--output", "json", path)
+	code, live, errOut := runCLI(t, "", "replay", "--speed", "20", "--report", "json", path)
 	if code != exitOK {
 		t.Fatalf("replay: exit %d; stderr %s", code, errOut)
 	}
-	_, offline, _ := runCLI(t, "", "analyze", "--output", "json", path)
+	_, offline, _ := runCLI(t, "", "analyze", "--report", "json", path)
 	if live != offline {
 		t.Errorf("replay report differs from analyze:\n%s\n%s", live, offline)
 	}
@@ -91,7 +91,7 @@ func TestReplayUsage(t *testing.T) {
 	path := defaultTrace(t)
 	cases := []usageCase{
 		{[]string{"replay", "--speed", "0", path}, "--speed"},
-		{[]string{"replay", "--warn", "-1s", path}, "--warn"},
+		{[]string{"replay", "--warn-tolerance", "-1s", path}, "--warn-tolerance"},
 		{[]string{"replay", "/nonexistent/trace.jsonl"}, "no such file"},
 		{[]string{"replay", "--audio-engine", "synthetic", path}, "--audio-engine needs"},
 	}
@@ -161,7 +161,7 @@ func TestWavEspeak(t *testing.T) {
 	}
 	path := defaultTrace(t)
 	out := filepath.Join(t.TempDir(), "speech.wav")
-	code, stdout, errOut := runCLI(t, "", "analyze", "--wav", out, "--audio-engine", "espeak-ng", "--output", "json", path)
+	code, stdout, errOut := runCLI(t, "", "analyze", "--wav", out, "--audio-engine", "espeak-ng", "--report", "json", path)
 	if code != exitFail && code != exitOK {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
 	}
@@ -207,7 +207,7 @@ func TestVoiceCalibrate(t *testing.T) {
 		}
 	}
 	p := readAs(t, prof, tts.ReadProfile)
-	code, out, errOut := runCLI(t, "", "--voice", prof, "--rtf", "0.25", "--output", "json")
+	code, out, errOut := runCLI(t, "", "--voice", prof, "--rtf", "0.25", "--report", "json")
 	if code == exitUsage {
 		t.Fatalf("--voice: exit %d; %s", code, errOut)
 	}

@@ -67,7 +67,7 @@ type reportFlags struct {
 }
 
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.output, "output", "o", "text", "report format: text or json")
+	fs.StringVar(&f.output, "report", "text", "the report's `FORMAT`: text or json")
 	fs.BoolVar(&f.perTurn, "per-turn", false, "add a line per turn to the report")
 	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (one per speech chunk, one per underrun, one per turn) to `FILE` (- for stderr)")
 	fs.BoolVar(&f.chunks, "chunks", false, "list every speech chunk handed to the synthesizer: its text, release and what released it, synthesis and play times")
@@ -143,7 +143,7 @@ func (f *reportFlags) beginEngine(e *env, engine *engineFlags) (*session, error)
 
 func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	if f.output != "text" && f.output != "json" {
-		return nil, usagef("--output: want text or json, got %q", f.output)
+		return nil, usagef("--report: want text or json, got %q", f.output)
 	}
 	if f.tpotSLO <= 0 {
 		return nil, usagef("--tpot-slo must be positive, got %v", f.tpotSLO)

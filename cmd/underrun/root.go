@@ -18,7 +18,7 @@ Exit codes: 0 pass, 1 verdict failed (TPOT over the SLO or an interruption),
 const rootExample = `  underrun                                  # the built-in default, explained
   underrun analyze trace.jsonl              # analyze a recorded trace
   underrun analyze --chunking sentence --tts-latency 200ms trace.jsonl
-  cat trace.jsonl | underrun analyze --output json > report.json`
+  cat trace.jsonl | underrun analyze --report json > report.json`
 
 func newRootCommand(e *env) *cobra.Command {
 	a := newAnalyzeCommand(e)

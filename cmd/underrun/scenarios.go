@@ -19,7 +19,7 @@ corpus_file: builtin:texts/assistant.txt, is built in). Run one with ` + "`under
 
 const scenariosExample = `  underrun scenarios
   underrun scenarios prefill-chunked > mine.yaml   # then edit and: underrun sim mine.yaml
-  underrun scenarios -o json
+  underrun scenarios --report json
   underrun scenarios --metrics                     # what expect: may test`
 
 func newScenariosCommand(e *env) *cobra.Command {
@@ -29,7 +29,7 @@ func newScenariosCommand(e *env) *cobra.Command {
 		scenariosLong, scenariosExample, cobra.MaximumNArgs(1),
 		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
-				return usagef("--output: want text or json, got %q", output)
+				return usagef("--report: want text or json, got %q", output)
 			}
 			if metrics {
 				names := scenarios.MetricNames()
@@ -78,7 +78,8 @@ func newScenariosCommand(e *env) *cobra.Command {
 			_, err = fmt.Fprint(e.stdout, b.String())
 			return err
 		})
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
+	cmd.Flags().StringVar(&output, "report", "text", "the list's `FORMAT`: text or json")
+	renamed(e, cmd.Flags(), "output", "o", "report")
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "list the metrics a scenario's expect section may name")
 	return cmd
 }

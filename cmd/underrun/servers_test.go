@@ -22,7 +22,7 @@ func TestServersRefuseRebinding(t *testing.T) {
 	defer mock.stop(t)
 	allowing := startServer(t, "mock", "--listen", "127.0.0.1:0", "--allow-host", "rebind.example")
 	defer allowing.stop(t)
-	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--upstream", mock.url, "--events", "")
+	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--url", mock.url, "--events", "")
 	defer proxy.stop(t)
 	mon := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--events", "")
 	defer mon.stop(t)

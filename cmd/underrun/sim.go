@@ -82,6 +82,7 @@ func newSimCommand(e *env) *cobra.Command {
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	c.out.bind(fs)
+	renamed(e, fs, "output", "o", "report")
 	fs.IntVar(&c.turns, "turns", 0, "turns through the report (default: the scenario's)")
 	fs.IntVar(&c.monteCarlo, "monte-carlo", 0, "turns in the Monte Carlo run and each sweep point (default: the scenario's)")
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (default: the scenario's)")

@@ -51,7 +51,7 @@ func TestSimRooflineSaysItIsAModel(t *testing.T) {
 	if !strings.Contains(out, "the decode timing is a model, not a measurement") || !strings.Contains(out, band) {
 		t.Errorf("output lacks the model note %q:\n%s", band, out)
 	}
-	code, out, stderr = simRun(t, "sim", "gpu-h100", "--monte-carlo", "20", "-o", "json")
+	code, out, stderr = simRun(t, "sim", "gpu-h100", "--monte-carlo", "20", "--report", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
@@ -117,7 +117,7 @@ func TestSimExpectationFails(t *testing.T) {
 	if !strings.Contains(out, "FAIL") || !strings.Contains(out, "interruptions") {
 		t.Errorf("output does not name the failed expectation:\n%s", out)
 	}
-	code, out, _ = simRun(t, "sim", file, "-o", "json")
+	code, out, _ = simRun(t, "sim", file, "--report", "json")
 	var v struct {
 		Verdict      string `json:"verdict"`
 		Expectations []struct {
@@ -170,7 +170,7 @@ func TestSimBadInput(t *testing.T) {
 func TestSimFlagsOverride(t *testing.T) {
 	t.Parallel()
 	latency := func(args ...string) float64 {
-		code, out, stderr := simRun(t, append([]string{"sim", "tpot-50ms", "--monte-carlo", "10", "-o", "json"}, args...)...)
+		code, out, stderr := simRun(t, append([]string{"sim", "tpot-50ms", "--monte-carlo", "10", "--report", "json"}, args...)...)
 		if code != exitOK && code != exitFail {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}

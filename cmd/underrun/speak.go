@@ -46,7 +46,7 @@ context) or parallel (one per chunk, all at once, played in order).
 
 The player is a sink paced by the monotonic clock, which plays each sample
 at its due time from what had arrived by then and writes what it played to
---wav-out; or, in a build made with -tags speaker, the sound card (--play).
+--wav; or, in a build made with -tags speaker, the sound card (--play).
 
 While it runs, the live guard's events are printed as replay prints them
 ("model:"), with the player's own ("heard:"). At the end comes the report of
@@ -61,7 +61,7 @@ Exit codes: 0 pass; 1 what was heard fails the verdict (an interruption, TPOT
 over --tpot-slo), or with --check it differs from the prediction; 2 bad usage.`
 
 const speakExample = `  underrun speak                                        # the default turn, spoken by espeak-ng
-  underrun speak --scenario prefill-unchunked --wav-out heard.wav --record run.jsonl
+  underrun speak --scenario prefill-unchunked --wav heard.wav --record run.jsonl
   underrun speak trace.jsonl --chunking sentence --tts-mode stream
   # your deployment: your LLM server and your TTS server
   underrun speak --url http://127.0.0.1:8000 --model m --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart
@@ -115,21 +115,21 @@ func newSpeakCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.ttsStreamFormat, "tts-stream-format", "", "stream_format of --tts-url: audio or sse (default: not sent)")
 	fs.Float64Var(&c.ttsSpeed, "tts-speed", 0, "speed of --tts-url (0: not sent)")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us")
-	fs.IntVar(&c.espeakSpeed, "speed", 0, "espeak-ng rate (-s) in words per minute (default: its own, 175)")
+	fs.IntVar(&c.espeakSpeed, "espeak-wpm", 0, "espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
 
-	fs.StringVar(&c.wavOut, "wav-out", "", "write what the player played, silence included, to `FILE` (WAV) as it plays")
+	fs.StringVar(&c.wavOut, "wav", "", "write what the player played, silence included, to `FILE` (WAV) as it plays")
 	fs.BoolVar(&c.play, "play", false, "play through the sound card (builds with -tags speaker) instead of the clock-paced sink")
 	fs.DurationVar(&c.playBuffer, "play-buffer", speakerBuffer, "with --play: the sound card's buffer (short: it asks for audio often, so a gap ends where it falls; long: a busy machine does not make it run dry)")
 	fs.StringVar(&c.record, "record", "", "record the tokens, the synthesizer's measured timings and what was heard to `FILE` (a native trace)")
 	bindForce(fs, &c.force)
-	fs.DurationVar(&c.tolerance, "tolerance", speak.DefaultTolerance, "a heard gap and a predicted one are the same when their starts and lengths differ by at most this")
+	fs.DurationVar(&c.tolerance, "match-within", speak.DefaultTolerance, "a heard gap and a predicted one are the same when their starts and lengths differ by at most this")
 	fs.BoolVar(&c.check, "check", false, "exit 1 when what was heard differs from what the engine predicts")
-	fs.DurationVar(&c.warn, "warn", 0, "print a stall warning when the model's stall tolerance falls to this (0: none)")
+	fs.DurationVar(&c.warn, "warn-tolerance", 0, "print a stall warning when the model's stall tolerance falls to this (0: none)")
 	fs.DurationVar(&c.pause, "pause", 0, "wait this long after a turn was heard before the next one begins")
 	fs.DurationVar(&c.period, "period", player.DefaultPeriod, "how often the paced sink drains its buffer (each sample still plays at its own due time)")
 	c.engine.bind(fs)
 	// the model's own --wav rendering would be mistaken for what was played
-	// (--wav-out); the other output flags are analyze's
+	// (--wav); the other output flags are analyze's
 	tmp := pflag.NewFlagSet("report", pflag.ContinueOnError)
 	c.out.bind(tmp)
 	tmp.VisitAll(func(f *pflag.Flag) {
@@ -139,6 +139,11 @@ func newSpeakCommand(e *env) *cobra.Command {
 		}
 		fs.AddFlag(f)
 	})
+	renamed(e, fs, "output", "o", "report")
+	renamed(e, fs, "wav-out", "", "wav")
+	renamed(e, fs, "speed", "", "espeak-wpm")
+	renamed(e, fs, "warn", "", "warn-tolerance")
+	renamed(e, fs, "tolerance", "", "match-within")
 	return c.cmd
 }
 
@@ -161,9 +166,9 @@ func (c *speakCommand) validate(args []string) error {
 	case c.requests < 0 || c.maxTokens < 0 || c.turns < 0:
 		return usagef("--requests, --max-tokens and --turns must not be negative")
 	case c.tolerance <= 0:
-		return usagef("--tolerance must be positive, got %v", c.tolerance)
+		return usagef("--match-within must be positive, got %v", c.tolerance)
 	case c.warn < 0 || c.pause < 0:
-		return usagef("--warn and --pause must not be negative")
+		return usagef("--warn-tolerance and --pause must not be negative")
 	case c.period <= 0 || c.period > time.Second:
 		return usagef("--period: want a duration above 0 and up to 1s, got %v", c.period)
 	case c.playBuffer < time.Millisecond || c.playBuffer > time.Second:
@@ -174,9 +179,9 @@ func (c *speakCommand) validate(args []string) error {
 		c.tts.url == "" && c.cmd.Flags().Changed("tts-format"):
 		return usagef("--tts-model, --tts-voice and --tts-format need --tts-url")
 	case c.tts.url != "" && (c.espeakVoice != "" || c.espeakSpeed != 0):
-		return usagef("--espeak-voice and --speed are espeak-ng's: drop them with --tts-url")
+		return usagef("--espeak-voice and --espeak-wpm are espeak-ng's: drop them with --tts-url")
 	case c.espeakSpeed < 0:
-		return usagef("--speed must not be negative, got %d", c.espeakSpeed)
+		return usagef("--espeak-wpm must not be negative, got %d", c.espeakSpeed)
 	}
 	if c.play && soundCard != nil {
 		// before anything runs: without a card, exit 2 now

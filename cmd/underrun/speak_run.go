@@ -65,7 +65,7 @@ func (r *speakRun) open() (err error) {
 		r.rec = speak.NewRecorder(r.recFile, "speak; "+r.synth.Name()+"; clock: the player's monotonic clock, chunks from a server by their receive stamps")
 	}
 	if c.wavOut != "" {
-		if r.wavFile, err = openRecording("--wav-out", c.wavOut, c.force); err != nil {
+		if r.wavFile, err = openRecording("--wav", c.wavOut, c.force); err != nil {
 			return err
 		}
 		r.wav = player.NewWAV(r.wavFile, r.rate)
@@ -151,7 +151,7 @@ func (r *speakRun) playerText() string {
 	case r.cmd.wavOut != "":
 		return "is paced by the monotonic clock and writes what it plays to " + r.cmd.wavOut
 	}
-	return "is paced by the monotonic clock (--wav-out FILE keeps what it plays)"
+	return "is paced by the monotonic clock (--wav FILE keeps what it plays)"
 }
 
 // line prints one live line.

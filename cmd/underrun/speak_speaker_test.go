@@ -145,8 +145,8 @@ func (s *soundServer) speakPlay(t *testing.T, bin string, stop func() []float32,
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"speak", "--scenario", "testdata/speak/stalls.yaml", "--speed", "320", "--tts-mode", "request",
-		"--play", "-o", "json", "--max-tpot=false"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"speak", "--scenario", "testdata/speak/stalls.yaml", "--espeak-wpm", "320", "--tts-mode", "request",
+		"--play", "--report", "json", "--max-tpot=false"}, args...)...)
 	cmd.Env = s.env
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -176,7 +176,7 @@ func TestSpeakSpeakerBuild(t *testing.T) {
 	srv, bin, dir := speakerSetup(t, "UNDERRUN_KEEP_SPEAKER_TEST", rate)
 	stop := srv.record(t, filepath.Join(dir, "monitor.raw"), rate)
 	wav, rec := filepath.Join(dir, "played.wav"), filepath.Join(dir, "run.jsonl")
-	stdout, stderr, recorded := srv.speakPlay(t, bin, stop, "--play-buffer", "50ms", "--tolerance", "50ms", "--wav-out", wav, "--record", rec)
+	stdout, stderr, recorded := srv.speakPlay(t, bin, stop, "--play-buffer", "50ms", "--match-within", "50ms", "--wav", wav, "--record", rec)
 	var got speakJSON
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("%v: %s", err, stdout)

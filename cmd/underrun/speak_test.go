@@ -168,7 +168,7 @@ func TestSpeakAgainstMock(t *testing.T) {
 	dir := t.TempDir()
 	wav, rec := filepath.Join(dir, "heard.wav"), filepath.Join(dir, "run.jsonl")
 	code, out, errOut := runCLI(t, "", "speak", "--url", srv.URL, "--model", "m", "--requests", "1", "--tts-url", srv.URL, "--tts-format", "wav",
-		"--wav-out", wav, "--record", rec, "-o", "json", "--check", "--max-tpot=false")
+		"--wav", wav, "--record", rec, "--report", "json", "--check", "--max-tpot=false")
 	if code == exitUsage {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -278,8 +278,8 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 	t.Parallel()
 	streamtest.Espeak(t, 320)
 	rec := filepath.Join(t.TempDir(), "run.jsonl")
-	code, out, errOut := runCLI(t, "", "speak", "--scenario", "testdata/speak/late-end.yaml", "--tts-mode", "stream", "--speed", "320",
-		"--record", rec, "-o", "json", "--check", "--max-tpot=false")
+	code, out, errOut := runCLI(t, "", "speak", "--scenario", "testdata/speak/late-end.yaml", "--tts-mode", "stream", "--espeak-wpm", "320",
+		"--record", rec, "--report", "json", "--check", "--max-tpot=false")
 	if code == exitUsage {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -294,7 +294,7 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 	for _, g := range got.Comparison.Turns[0].Gaps {
 		predicted = append(predicted, g.Predicted)
 	}
-	code, out, errOut = runCLI(t, "", "analyze", "--measured", rec, "--tts-mode", "stream", "-o", "json", "--per-turn", rec)
+	code, out, errOut = runCLI(t, "", "analyze", "--measured", rec, "--tts-mode", "stream", "--report", "json", "--per-turn", rec)
 	if code == exitUsage {
 		t.Fatalf("analyze --measured: exit %d: %s", code, errOut)
 	}
@@ -328,7 +328,7 @@ func TestSpeakUsage(t *testing.T) {
 		{[]string{"speak", "--tts-voice", "alloy"}, "--tts-url"},
 		{[]string{"speak", "--tts-url", "ftp://x"}, "--tts-url"},
 		{[]string{"speak", "--tts-url", "http://127.0.0.1:1", "--tts-format", "mp3"}, "pcm or wav"},
-		{[]string{"speak", "--tolerance", "0"}, "--tolerance"},
+		{[]string{"speak", "--match-within", "0"}, "--match-within"},
 		{[]string{"speak", "--chunking", "nonsense"}, "--chunking"},
 		{[]string{"mock", "--tts-latency", "1s"}, "need --tts"},
 		{[]string{"analyze", "--measured", "testdata/speak/missing.jsonl"}, "--measured"},
@@ -354,7 +354,7 @@ func TestSpeakStreamModeNeedsContext(t *testing.T) {
 func TestMockTTSCommand(t *testing.T) {
 	t.Parallel()
 	streamtest.Espeak(t, 320)
-	s := startServer(t, "mock", "--listen", "127.0.0.1:0", "--tts", "--tts-latency", "150ms", "--speed", "320")
+	s := startServer(t, "mock", "--listen", "127.0.0.1:0", "--tts", "--tts-latency", "150ms", "--espeak-wpm", "320")
 	defer s.stop(t)
 	sent := time.Now()
 	u, err := (&openai.Speech{BaseURL: s.url}).Synthesize(context.Background(), "Hello there.")
@@ -394,7 +394,7 @@ func TestVoiceCalibrateSpeechAPI(t *testing.T) {
 	if a.Voice.WPM != l.Voice.WPM || a.Voice.SentencePause != l.Voice.SentencePause {
 		t.Errorf("voice over HTTP %+v, espeak-ng's own %+v", a.Voice, l.Voice)
 	}
-	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--tts-url", srv.URL, "--speed", "200"); code != exitUsage || !strings.Contains(errOut, "espeak-ng") {
+	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--tts-url", srv.URL, "--espeak-wpm", "200"); code != exitUsage || !strings.Contains(errOut, "espeak-ng") {
 		t.Errorf("--speed with --tts-url: exit %d, %s", code, errOut)
 	}
 }

@@ -58,14 +58,14 @@ func writeStacks(b *strings.Builder, stacks []tts.Stack, one bool) {
 }
 
 // newPresetsCommand lists a kind of preset (stacks, transports): all of
-// them, or the one named, as text (write) or JSON (--output json).
+// them, or the one named, as text (write) or JSON (--report json).
 func newPresetsCommand[T any](e *env, use, short, long, example string, all []T, lookup func(string) (T, error),
 	write func(b *strings.Builder, list []T, one bool)) *cobra.Command {
 	var output string
 	cmd := newCommand(use, short, long, example, cobra.MaximumNArgs(1),
 		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
-				return usagef("--output: want text or json, got %q", output)
+				return usagef("--report: want text or json, got %q", output)
 			}
 			list := all
 			if len(args) == 1 {
@@ -83,7 +83,8 @@ func newPresetsCommand[T any](e *env, use, short, long, example string, all []T,
 			_, err := fmt.Fprint(e.stdout, b.String())
 			return err
 		})
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "list format: text or json")
+	cmd.Flags().StringVar(&output, "report", "text", "the list's `FORMAT`: text or json")
+	renamed(e, cmd.Flags(), "output", "o", "report")
 	return cmd
 }
 

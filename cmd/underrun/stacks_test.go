@@ -25,7 +25,7 @@ func TestStacksCommand(t *testing.T) {
 			t.Errorf("stacks livekit-openai: exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
-	code, out, _ = runCLI(t, "", "stacks", "-o", "json")
+	code, out, _ = runCLI(t, "", "stacks", "--report", "json")
 	var stacks []tts.Stack
 	if err := json.Unmarshal([]byte(out), &stacks); code != exitOK || err != nil || len(stacks) != len(tts.Stacks) {
 		t.Errorf("json: exit %d, %v, %d stacks", code, err, len(stacks))
@@ -49,7 +49,7 @@ func TestStackFlag(t *testing.T) {
 	}
 	run := func(args ...string) config {
 		t.Helper()
-		code, out, errOut := runCLI(t, "", append([]string{"analyze", "--output", "json", "testdata/analyze/handcheck.jsonl"}, args...)...)
+		code, out, errOut := runCLI(t, "", append([]string{"analyze", "--report", "json", "testdata/analyze/handcheck.jsonl"}, args...)...)
 		if code == exitUsage {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
@@ -106,7 +106,7 @@ type simResult struct {
 
 func runSimJSON(t *testing.T, args ...string) simResult {
 	t.Helper()
-	code, out, errOut := runCLI(t, "", append([]string{"sim", "--output", "json"}, args...)...)
+	code, out, errOut := runCLI(t, "", append([]string{"sim", "--report", "json"}, args...)...)
 	if code == exitUsage {
 		t.Fatalf("sim %v: exit %d: %s", args, code, errOut)
 	}
@@ -180,7 +180,7 @@ func TestTransportsCommand(t *testing.T) {
 			t.Errorf("the list lacks %s or its source:\n%s", tr.Name, out)
 		}
 	}
-	code, out, _ = runCLI(t, "", "transports", "-o", "json", "pipecat")
+	code, out, _ = runCLI(t, "", "transports", "--report", "json", "pipecat")
 	var list []tts.Transport
 	if err := json.Unmarshal([]byte(out), &list); code != exitOK || err != nil || len(list) != 1 || list[0].Frame != tts.Transports[0].Frame {
 		t.Errorf("json: exit %d, %v, %+v", code, err, list)

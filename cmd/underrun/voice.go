@@ -40,7 +40,7 @@ Exit codes: 0 written; 2 bad usage, or the engine is missing or failed.`
 
 const voiceCalibrateExample = `  underrun voice calibrate --engine espeak-ng -o espeak.yaml
   underrun analyze --voice espeak.yaml trace.jsonl
-  underrun voice calibrate --engine espeak-ng --espeak-voice en-us --speed 190 -o fast.yaml
+  underrun voice calibrate --engine espeak-ng --espeak-voice en-us --espeak-wpm 190 -o fast.yaml
   underrun voice calibrate --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart -o kokoro.yaml
   underrun speak --voice kokoro.yaml --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart`
 
@@ -82,7 +82,8 @@ func newVoiceCalibrateCommand(e *env) *cobra.Command {
 	fs.StringVarP(&c.out, "output", "o", "", "write the profile to `FILE` (default: standard output)")
 	fs.IntVar(&c.runs, "runs", 2, "synthesize each text `N` times and keep the fastest (steadier latency figures)")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us (default: its own)")
-	fs.IntVar(&c.speed, "speed", 0, "espeak-ng rate (-s) in words per minute (default: its own, 175)")
+	fs.IntVar(&c.speed, "espeak-wpm", 0, "espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
+	renamed(e, fs, "speed", "", "espeak-wpm")
 	c.tts.bind(fs, "measure this OpenAI-compatible /v1/audio/speech server instead of --engine")
 	fs.IntVar(&c.turnTexts, "turn-texts", stream.DefaultTurnTexts, "with --tts-url: texts sent back to back as one turn (the first pays the first-audio latency, the others the continuation)")
 	fs.DurationVar(&c.pause, "pause", stream.DefaultTurnPause, "with --tts-url: idle time before each turn")
@@ -100,7 +101,7 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 		return usagef("--runs must be at least 1, got %d", c.runs)
 	}
 	if c.speed < 0 {
-		return usagef("--speed must not be negative, got %d", c.speed)
+		return usagef("--espeak-wpm must not be negative, got %d", c.speed)
 	}
 	engine, err := tts.NewEspeak()
 	if err != nil {
@@ -119,7 +120,7 @@ func (c *voiceCalibrateCommand) runSpeechAPI(cmd *cobra.Command) error {
 	fs := cmd.Flags()
 	switch {
 	case fs.Changed("engine") || c.espeakVoice != "" || c.speed != 0:
-		return usagef("--engine, --espeak-voice and --speed are for espeak-ng: drop them with --tts-url")
+		return usagef("--engine, --espeak-voice and --espeak-wpm are for espeak-ng: drop them with --tts-url")
 	case c.runs < 1 || c.turnTexts < 1:
 		return usagef("--runs and --turn-texts must be at least 1")
 	case c.pause < 0 || c.tts.rate <= 0:

@@ -53,7 +53,7 @@ func TestWorstTurnAgrees(t *testing.T) {
 			}
 			verdict := func(args ...string) string {
 				t.Helper()
-				code, out, errOut := runCLI(t, "", append(append(args, handFlags...), "--output", "json", path)...)
+				code, out, errOut := runCLI(t, "", append(append(args, handFlags...), "--report", "json", path)...)
 				if code != exitFail {
 					t.Fatalf("%s: exit %d, want %d; stderr %s", args[0], code, exitFail, errOut)
 				}

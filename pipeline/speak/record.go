@@ -29,7 +29,7 @@ import (
 // absent when no audio came; "arrivals" the pieces of its audio, each as
 // [when the player could play it, its audio] in nanoseconds); a heard
 // record is a turn as the player played it ("first_sample": where its
-// first audio lies in what the player played, the --wav-out file; a
+// first audio lies in what the player played, the speak --wav file; a
 // gap's "played": where it begins, in samples after that).
 type timingRecord struct {
 	Type      string     `json:"type"`
