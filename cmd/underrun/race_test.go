@@ -1,7 +1,7 @@
-//go:build race
-
 package main
+
+import "github.com/speech-pipeline/underrun/pipeline/testkit"
 
 // raceEnabled says the race detector is on: it multiplies memory and time,
 // so tests that measure them skip.
-const raceEnabled = true
+const raceEnabled = testkit.Race
