@@ -216,15 +216,23 @@ func engineConfig(r *corpus.Recording) pipeline.Config {
 	return cfg
 }
 
-// heardGaps runs heard on a case, with the trace or without, as
-// `underrun heard FILE [TRACE]` runs it.
-func heardGaps(c evalCase, withTrace bool) ([]corpus.Found, error) {
+// heardMode names heard's runs with the trace and without.
+func heardMode(withTrace bool) string {
+	if withTrace {
+		return "heard with the trace"
+	}
+	return "heard without a trace"
+}
+
+// heardGaps runs heard on recording r's audio a (in a condition), with the
+// trace or without, as `underrun heard FILE [TRACE]` runs it.
+func heardGaps(r *corpus.Recording, a tts.Audio, withTrace bool) ([]corpus.Found, error) {
 	var turns []*pipeline.Turn
 	cfg := pipeline.DefaultConfig()
 	if withTrace {
-		turns, cfg = []*pipeline.Turn{c.rec.Turn}, engineConfig(c.rec)
+		turns, cfg = []*pipeline.Turn{r.Turn}, engineConfig(r)
 	}
-	res, err := heard.Analyze(c.audio, turns, cfg, heard.Options{AutoOffset: true})
+	res, err := heard.Analyze(a, turns, cfg, heard.Options{AutoOffset: true})
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +252,8 @@ type tally struct {
 type tallyKey struct {
 	voice, cond string
 	part        corpus.Part
-	trace       bool
+	// mode names the detector and whether it had the trace
+	mode string
 }
 
 func (ta *tally) add(k tallyKey, s corpus.Score) {
@@ -309,7 +318,7 @@ func scoreRow(s *corpus.Score) string {
 // logTables logs the tables of an evaluation: by voice, by condition (each
 // pooled over the other), by place and by length, for each part and mode,
 // and every (voice, condition) with verbose.
-func logTables(t *testing.T, title string, s corpusSetup, ta *tally, modes []bool, modeName func(bool) string, verbose bool) {
+func logTables(t *testing.T, title string, s corpusSetup, ta *tally, modes []string, verbose bool) {
 	t.Helper()
 	var voices, conds []string
 	for _, v := range corpus.Voices {
@@ -319,9 +328,9 @@ func logTables(t *testing.T, title string, s corpusSetup, ta *tally, modes []boo
 		conds = append(conds, c.Name)
 	}
 	for _, p := range s.parts {
-		for _, tr := range modes {
-			inPart := func(k tallyKey) bool { return k.part == p && k.trace == tr }
-			t.Logf("%s, %s part, %s (seed %d, %d recordings a voice):", title, p, modeName(tr), s.seed, s.perVoice)
+		for _, mode := range modes {
+			inPart := func(k tallyKey) bool { return k.part == p && k.mode == mode }
+			t.Logf("%s, %s part, %s (seed %d, %d recordings a voice):", title, p, mode, s.seed, s.perVoice)
 			for _, view := range []struct {
 				name  string
 				by    func(tallyKey) string
@@ -427,12 +436,12 @@ func TestHeardCorpus(t *testing.T) {
 	var n sync.Map
 	eachCase(t, s, c, func(ec evalCase) {
 		for _, withTrace := range []bool{true, false} {
-			found, err := heardGaps(ec, withTrace)
+			found, err := heardGaps(ec.rec, ec.audio, withTrace)
 			if err != nil {
 				t.Errorf("%s, %s (trace %v): %v", ec.rec.Name, ec.cond.Name, withTrace, err)
 				continue
 			}
-			ta.add(tallyKey{voice: ec.rec.Voice.Label(), cond: ec.cond.Name, part: part(ec.rec.Voice, ec.cond), trace: withTrace}, corpus.Match(ec.rec.Gaps, found))
+			ta.add(tallyKey{voice: ec.rec.Voice.Label(), cond: ec.cond.Name, part: part(ec.rec.Voice, ec.cond), mode: heardMode(withTrace)}, corpus.Match(ec.rec.Gaps, found))
 		}
 		n.Store(ec.rec.Name+"|"+ec.cond.Name, true)
 	})
@@ -442,11 +451,5 @@ func TestHeardCorpus(t *testing.T) {
 		t.Fatal("no recording was evaluated")
 	}
 	t.Logf("%d recordings made in %v; %d cases (a recording in a condition) heard in %v", len(c.Recordings), built.Round(time.Millisecond), count, (time.Since(start) - built).Round(time.Millisecond))
-	mode := func(tr bool) string {
-		if tr {
-			return "heard with the trace"
-		}
-		return "heard without a trace"
-	}
-	logTables(t, "heard", s, &ta, []bool{true, false}, mode, s.perVoice > 1)
+	logTables(t, "heard", s, &ta, []string{heardMode(true), heardMode(false)}, s.perVoice > 1)
 }

@@ -140,7 +140,7 @@ func twoSpeakers(ch int, bleed float64) func(context.Context, Input) (File, erro
 		if len(in.Other.Samples) == 0 {
 			return File{}, errors.New("no second speaker")
 		}
-		other, err := resample(ctx, in.Other, a.Rate, in.Dir)
+		other, err := Resample(ctx, in.Other, a.Rate, in.Dir)
 		if err != nil {
 			return File{}, err
 		}
@@ -206,7 +206,7 @@ func levelRamp(_ context.Context, in Input) (File, error) {
 
 func resampled(rate int, e Encoding) func(context.Context, Input) (File, error) {
 	return func(ctx context.Context, in Input) (File, error) {
-		a, err := resample(ctx, in.Recording.Audio, rate, in.Dir)
+		a, err := Resample(ctx, in.Recording.Audio, rate, in.Dir)
 		if err != nil {
 			return File{}, err
 		}
@@ -225,7 +225,7 @@ func telephony(ctx context.Context, in Input) (File, error) {
 
 // flac48 is the recording at 48 kHz as 16-bit FLAC (sox's encoder).
 func flac48(ctx context.Context, in Input) (File, error) {
-	a, err := resample(ctx, in.Recording.Audio, 48000, in.Dir)
+	a, err := Resample(ctx, in.Recording.Audio, 48000, in.Dir)
 	if err != nil {
 		return File{}, err
 	}
@@ -246,9 +246,9 @@ func flac48(ctx context.Context, in Input) (File, error) {
 	return File{Bytes: b, Ext: "flac", Channel: tts.MixChannels}, err
 }
 
-// resample returns a at rate (sox's rate effect, very high quality,
+// Resample returns a at rate (sox's rate effect, very high quality,
 // linear phase: the time base stays).
-func resample(ctx context.Context, a tts.Audio, rate int, dir string) (tts.Audio, error) {
+func Resample(ctx context.Context, a tts.Audio, rate int, dir string) (tts.Audio, error) {
 	if a.Rate == rate {
 		return a, nil
 	}
