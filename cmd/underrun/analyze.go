@@ -37,7 +37,7 @@ const analyzeExample = `  underrun analyze trace.jsonl
   underrun analyze --report json --per-turn --events events.jsonl a.jsonl b.jsonl
   # a player that plays each token for 250 ms the moment it arrives:
   underrun analyze --token-audio 250ms --chunking token --tts-latency 0 --rtf 0 trace.jsonl
-  # a run of underrun speak --record, again through the model, with the synthesizer as it was measured:
+  # a run of underrun speak --record through the model, with its measured synthesizer:
   underrun analyze --measured run.jsonl run.jsonl`
 
 type analyzeCommand struct {
@@ -58,8 +58,9 @@ func newAnalyzeCommand(e *env) *analyzeCommand {
 	a.engine.bind(fs)
 	a.out.bind(fs)
 	renamed(e, fs, "output", "o", "report")
-	fs.StringVar(&a.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
-	fs.StringVar(&a.measured, "measured", "", "take each speech chunk's synthesizer timing from `FILE`, a recording of underrun speak --record (the same engine flags as that run)")
+	bindFormat(fs, &a.format, "input")
+	fs.StringVar(&a.measured, "measured", "", "take the synthesizer's timings from `FILE`, a recording of underrun speak --record (with that run's engine flags)")
+	showFlags(a.cmd, "stack", "chunking", "tts-latency", "preroll", "voice", "report", "per-turn", "wav", "plot", "events")
 	return a
 }
 

@@ -82,10 +82,10 @@ type captureCommand struct {
 func newCaptureCommand(e *env) *cobra.Command {
 	c := &captureCommand{env: e}
 	c.cmd = newCommand("capture --url URL --model MODEL", "Measure a live OpenAI-compatible server: stream requests, record every chunk, report",
-		captureLong, captureExample, cobra.NoArgs,
+		captureLong, captureExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := c.cmd.Flags()
-	c.llmFlags.bind(fs, "server URL: its root, its /v1, or the endpoint itself (required)")
+	c.llmFlags.bind(fs, "the LLM server's `URL`: its root, its /v1, or the endpoint itself (required)")
 	fs.IntVar(&c.concurrency, "concurrency", 0, "requests in flight (default 1; with --rate: no cap)")
 	fs.Float64Var(&c.rate, "rate", 0, "start requests at Poisson arrivals of this many per second (0: back to back)")
 	fs.IntVar(&c.requests, "requests", 0, "stop after this many requests (default: each prompt once, unless --duration)")
@@ -96,7 +96,9 @@ func newCaptureCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
 	bindForce(fs, &c.force)
 	c.engine.bind(fs)
-	c.out.bind(fs)
+	// what the listener hears is analyze's, from the trace -o records
+	c.out.bindWithout(fs, wavFlagNames...)
+	showFlags(c.cmd, "url", "model", "output", "concurrency", "rate", "requests", "duration", "prompts", "stack", "chunking", "tts-latency", "report")
 	return c.cmd
 }
 

@@ -53,7 +53,7 @@ func newConvertCommand(e *env) *cobra.Command {
 		fmt.Sprintf(convertLong, formats), convertExample, nil,
 		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := cmd.Flags()
-	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	bindFormat(fs, &c.format, "input")
 	fs.StringVarP(&c.out, "output", "o", "-", "write the native trace to `FILE` (- for standard output)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -35,20 +36,38 @@ type engineFlags struct {
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	d := pipeline.DefaultConfig()
 	f.fs = fs
-	fs.StringVar(&f.voice, "voice", "", "voice profile `FILE` from `underrun voice calibrate`: its rate and pauses, and its synthesizer latency unless --tts-latency or --rtf are given")
-	fs.StringVar(&f.stack, "stack", "", "a named framework + TTS stack (`underrun stacks`): its chunking, timing mode and latencies, each flag given still winning: "+tts.StackNames())
-	fs.StringVar(&f.chunking, "chunking", pipeline.DefaultPolicy, "chunking policy: "+tts.PolicyNames)
+	fs.StringVar(&f.voice, "voice", "", "voice profile `FILE` (underrun voice calibrate makes one): its rate, pauses and synthesizer latency")
+	fs.StringVar(&f.stack, "stack", "", "framework + TTS `STACK` (underrun stacks lists them): its chunking and synthesizer timing; the flags given still win")
+	fs.StringVar(&f.chunking, "chunking", pipeline.DefaultPolicy, "chunking `POLICY`: "+helpNames(tts.PolicyNames))
 	fs.Float64Var(&f.wpm, "wpm", d.Voice.WPM, "speaking rate in words per minute (pauses at punctuation come on top)")
-	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "speak every token, text or not, for exactly this long (default: text by the voice model, text-less tokens at one word's time / 1.33)")
-	fs.DurationVar(&f.ttsLatency, "tts-latency", d.Synth.TTFA, "synthesizer time to first audio: of a turn's first chunk (stream mode), of every chunk (request, parallel)")
-	fs.StringVar(&f.ttsMode, "tts-mode", string(d.Synth.Timing()), "synthesizer timing: "+tts.ModeNames)
-	fs.DurationVar(&f.continuation, "tts-continuation", d.Synth.Continuation, "stream mode: time to first audio of every chunk after a turn's first (the text goes into the open context); when not given, no more than --tts-latency")
+	fs.DurationVar(&f.tokenAudio, "token-audio", 0, "speak every token, text or not, for exactly this long (default: the voice model)")
+	fs.DurationVar(&f.ttsLatency, "tts-latency", d.Synth.TTFA, "synthesizer time to first audio (in stream mode: of a turn's first chunk)")
+	fs.StringVar(&f.ttsMode, "tts-mode", string(d.Synth.Timing()), "synthesizer timing `MODE`: "+helpNames(tts.ModeNames))
+	fs.DurationVar(&f.continuation, "tts-continuation", d.Synth.Continuation, "stream mode: time to first audio of each later chunk (default: at most --tts-latency)")
 	fs.Float64Var(&f.rtf, "rtf", d.Synth.RTF, "synthesizer real-time factor (0 instant, >1 slower than real time)")
-	fs.StringVar(&f.transport, "transport", "none", "output transport between player and listener (`underrun transports`): its frames, clock and pacing decide what the listener hears: none, "+tts.TransportNames()+"; overrides after commas, e.g. pipecat,idle=0")
+	fs.StringVar(&f.transport, "transport", "none", "output `TRANSPORT` between player and listener (underrun transports): none, "+tts.TransportNames()+"; overrides after commas, e.g. pipecat,idle=0")
 	fs.DurationVar(&f.preroll, "preroll", 0, "audio the player buffers before it starts (0: start at first audio)")
 	fs.DurationVar(&f.interruption, "interruption", pipeline.DefaultInterruption, "shortest underrun counted as an interruption")
 	fs.Float64Var(&f.stallFactor, "stall-factor", pipeline.DefaultStallFactor, "an ITL this many times the turn's median ITL is a stall")
-	fs.StringVar(&f.filler, "filler", "none", `what the app plays in a tool call's silence: none, after:800ms:"One moment." (a phrase after 800 ms, in the voice model), keepalive:800ms (a sound after 800 ms until speech resumes); the report (and monitor's tool_silence events, and --otlp) says what it covers of each tool-call silence, and how long a phrase that outlasts it holds back the reply, which then plays from the phrase's end`)
+	fs.StringVar(&f.filler, "filler", "none", "what the app plays in a tool call's silence: none, after:800ms:\"One moment.\" (a phrase), keepalive:800ms (a sound until speech resumes)")
+}
+
+// helpNames is a list of names with what each means in parentheses, for
+// an error message, shortened to the names for a flag's help.
+func helpNames(list string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range list {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return strings.ReplaceAll(strings.Join(strings.Fields(b.String()), " "), " ,", ",")
 }
 
 // config builds the engine configuration, or a usage error naming the flag.
@@ -179,7 +198,7 @@ type llmFlags struct {
 // bind registers the family; urlUsage says what --url does in the command.
 func (f *llmFlags) bind(fs *pflag.FlagSet, urlUsage string) {
 	fs.StringVar(&f.url, "url", "", urlUsage)
-	fs.StringVar(&f.model, "model", "", "model to request from --url (required with --url)")
+	fs.StringVar(&f.model, "model", "", "`MODEL` to request from --url (required with --url)")
 	fs.StringVar(&f.api, "api", "chat", "endpoint of --url: chat (/v1/chat/completions) or completions (/v1/completions)")
 	fs.StringVar(&f.prompts, "prompts", "", "prompts for --url from `FILE` (JSONL or plain lines; default: a built-in set)")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of each request (0: the server's default)")
@@ -187,7 +206,7 @@ func (f *llmFlags) bind(fs *pflag.FlagSet, urlUsage string) {
 	fs.StringVar(&f.clock, "clock", "kernel", "when a chunk from --url arrived: kernel (the kernel's receive stamp, where the system has one) or read (when the read returned)")
 	fs.BoolVar(&f.noUsage, "no-usage", false, "do not ask --url for the usage chunk (for servers that reject stream_options)")
 	fs.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "fail a stream from --url that sends nothing for this long (0: never)")
-	fs.StringVar(&f.session, "session", "", "session name recorded with every turn")
+	fs.StringVar(&f.session, "session", "", "session `NAME` recorded with every turn")
 }
 
 // ttsFlags are the --tts-url family: an OpenAI-compatible /v1/audio/speech
@@ -200,8 +219,8 @@ type ttsFlags struct {
 // bind registers the family; urlUsage says what --tts-url does in the command.
 func (f *ttsFlags) bind(fs *pflag.FlagSet, urlUsage string) {
 	fs.StringVar(&f.url, "tts-url", "", urlUsage)
-	fs.StringVar(&f.model, "tts-model", openai.DefaultSpeechModel, "model of --tts-url")
-	fs.StringVar(&f.voice, "tts-voice", openai.DefaultSpeechVoice, "voice of --tts-url")
+	fs.StringVar(&f.model, "tts-model", openai.DefaultSpeechModel, "`MODEL` of --tts-url")
+	fs.StringVar(&f.voice, "tts-voice", openai.DefaultSpeechVoice, "`VOICE` of --tts-url")
 	fs.StringVar(&f.format, "tts-format", openai.DefaultSpeechFormat, "response_format of --tts-url: pcm or wav")
 	fs.IntVar(&f.rate, "tts-rate", openai.DefaultSpeechRate, "sample rate of --tts-format pcm")
 	fs.StringVar(&f.keyEnv, "tts-api-key-env", "OPENAI_API_KEY", "environment variable holding the API key of --tts-url")

@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/heard"
 	"github.com/speech-pipeline/underrun/pipeline/plot"
 	"github.com/speech-pipeline/underrun/pipeline/speak"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -81,27 +79,20 @@ func newHeardCommand(e *env) *cobra.Command {
 		Short:   "Find the gaps in a recording and the token delay behind each",
 		Long:    heardLong,
 		Example: heardExample,
-		Args:    cobra.RangeArgs(1, 2),
+		Args:    positional(1, 2, "a recording (WAV, FLAC or MP3) and, optionally, the trace of the LLM stream behind it"),
 		RunE:    func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args) },
 	}
 	fs := c.cmd.Flags()
-	fs.StringVar(&c.format, "format", "auto", "format of TRACE: auto or one of "+trace.FormatNames())
-	fs.StringVar(&c.channel, "channel", "mix", "channel of a recording with several: mix, left, right, or its number from 1")
-	fs.DurationVar(&c.offset, "offset", 0, "where the trace's first request lies in the recording (default: found by the recording's first sound)")
+	bindFormat(fs, &c.format, "TRACE's")
+	fs.StringVar(&c.channel, "channel", "mix", "`CHANNEL` of a recording with several: mix, left, right, or its number from 1")
+	fs.DurationVar(&c.offset, "offset", 0, "where the trace's first request lies in the recording (default: at its first sound)")
 	fs.DurationVar(&c.minGap, "min-silence", heard.DefaultMinSilence, "shortest silence looked at")
-	fs.StringVar(&c.plot, "plot", "", "draw the recording's waveform with the gaps marked beside the model's timeline into `FILE` (.svg or .png)")
+	fs.StringVar(&c.plot, "plot", "", "draw the recording's waveform, its gaps marked, beside the model's timeline into `FILE` (.svg, .png)")
 	c.engine.bind(fs)
 	// the model's own outputs (--wav, --plot) are not what was heard
-	tmp := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	c.out.bind(tmp)
-	tmp.VisitAll(func(f *pflag.Flag) {
-		switch f.Name {
-		case "wav", "turn", "mark-gaps", "audio-engine", "plot", "plot-kind", "events", "chunks":
-			return
-		}
-		fs.AddFlag(f)
-	})
+	c.out.bindWithout(fs, append(wavFlagNames, "plot", "plot-kind", "events", "chunks")...)
 	renamed(e, fs, "output", "o", "report")
+	showFlags(c.cmd, "channel", "offset", "min-silence", "voice", "stack", "chunking", "report", "plot")
 	return c.cmd
 }
 

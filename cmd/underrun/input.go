@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -280,4 +281,9 @@ func loadPrompts(path string) ([]openai.Prompt, error) {
 		return nil, usagef("--prompts: %w", err)
 	}
 	return prompts, nil
+}
+
+// bindFormat binds --format, the format of the input whose is says.
+func bindFormat(fs *pflag.FlagSet, format *string, whose string) {
+	fs.StringVar(format, "format", "auto", whose+" `FORMAT`: auto (told from the content) or one of "+trace.FormatNames())
 }

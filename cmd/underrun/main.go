@@ -55,7 +55,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 	if args == nil {
 		args = []string{} // cobra would read os.Args for nil
 	}
-	root.SetArgs(args)
+	root.SetArgs(withHelpAll(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

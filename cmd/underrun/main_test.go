@@ -170,7 +170,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"missing file", []string{"analyze", "testdata/analyze/nope.jsonl"}, "no such file"},
 		{"bad flag value", []string{"analyze", "--chunking", "paragraph", "testdata/analyze/handcheck.jsonl"}, "--chunking: unknown chunking policy \"paragraph\""},
 		{"bad report format", []string{"--report", "xml"}, "--report: want text or json"},
-		{"unknown flag", []string{"analyze", "--frobnicate"}, "unknown flag: --frobnicate"},
+		{"unknown flag", []string{"analyze", "--frobnicate"}, "unknown flag --frobnicate"},
 		{"negative rtf", []string{"--rtf", "-1"}, "real-time factor"},
 		{"bad tts mode", []string{"--tts-mode", "batch"}, "--tts-mode: invalid synthesizer: unknown timing mode \"batch\""},
 		{"negative continuation", []string{"--tts-continuation", "-1ms"}, "--tts-continuation must not be negative"},

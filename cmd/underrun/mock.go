@@ -15,7 +15,6 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/httpserver"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
 	"github.com/speech-pipeline/underrun/tts/stream"
 )
@@ -89,23 +88,24 @@ type mockCommand struct {
 func newMockCommand(e *env) *cobra.Command {
 	c := &mockCommand{env: e}
 	cmd := newCommand("mock", "Serve an OpenAI-compatible API that streams the timing of a trace or scenario",
-		mockLong, mockExample, cobra.NoArgs,
+		mockLong, mockExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:8000", "address to serve on (port 0: any free port)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8000", "`HOST:PORT` to serve on (port 0: any free port)")
 	fs.StringVar(&c.traceArg, "trace", "", "stream the turns of this trace `FILE` (- for stdin)")
-	fs.StringVar(&c.format, "format", "auto", "format of --trace: auto or one of "+trace.FormatNames())
-	fs.StringVar(&c.scenario, "scenario", "", "stream the turns of a scenario: a built-in `NAME` or a YAML file")
+	bindFormat(fs, &c.format, "--trace's")
+	fs.StringVar(&c.scenario, "scenario", "", "stream the turns of a `SCENARIO`: a built-in name or a YAML file")
 	fs.IntVar(&c.turns, "turns", 0, "turns to take from --scenario (default: the scenario's count)")
-	fs.StringVar(&c.model, "model", openai.DefaultMockModel, "model name /v1/models reports (requests may name any)")
+	fs.StringVar(&c.model, "model", openai.DefaultMockModel, "`MODEL` name /v1/models reports (requests may name any)")
 	fs.StringVar(&c.events, "events", "", "log one zerolog JSON event per request to `FILE` (- for stderr)")
 	bindForce(fs, &c.force)
 	bindAllowHost(fs, &c.allowHosts, "")
-	fs.BoolVar(&c.tts, "tts", false, "also serve /v1/audio/speech: espeak-ng speaks each request, its audio streamed as it is made")
+	fs.BoolVar(&c.tts, "tts", false, "also serve /v1/audio/speech: espeak-ng speaks each request, streamed as it is made")
 	fs.DurationVar(&c.ttsLatency, "tts-latency", 0, "with --tts: hold every speech answer this long before its first byte")
-	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "with --tts: espeak-ng voice (-v), e.g. en-us")
+	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "with --tts: espeak-ng `VOICE` (-v), e.g. en-us")
 	fs.IntVar(&c.speed, "espeak-wpm", 0, "with --tts: espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
 	renamed(e, fs, "speed", "", "espeak-wpm")
+	showFlags(cmd, "listen", "trace", "scenario", "tts", "tts-latency", "model", "events")
 	return cmd
 }
 
@@ -226,7 +226,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, allowHosts []st
 // besides loopback ones (see pipeline/httpserver); more says what else
 // holds.
 func bindAllowHost(fs *pflag.FlagSet, hosts *[]string, more string) {
-	fs.StringSliceVar(hosts, "allow-host", nil, "`HOST` name to answer besides localhost, loopback addresses and the address listened on (repeatable; * for any)"+more+"; other names are refused, so that no web page can reach this server by DNS rebinding")
+	fs.StringSliceVar(hosts, "allow-host", nil, "`HOST` name to answer besides loopback ones and the address listened on (repeatable; * for any)"+more+"; against DNS rebinding, others are refused")
 }
 
 // scenarioTurns returns n turns of the scenario name (a built-in name or

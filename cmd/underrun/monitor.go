@@ -26,8 +26,13 @@ const defaultMonitorListen = "127.0.0.1:8765"
 // page shows a session as "low" this long before it would go silent.
 const defaultMonitorWarn = 100 * time.Millisecond
 
-const monitorLong = `Watch live voice sessions. A voice app opens one websocket per session on
-/ingest and sends JSON messages as its LLM streams (turn_start, chunk,
+const monitorLong = `Watch live voice sessions: a voice app streams each session's tokens to
+/ingest, and the monitor plays them through the speech model in wall-clock
+time, raising an event the moment a listener's audio would run dry. The live
+page is on /, Prometheus metrics on /metrics, the events on /events.
+
+A voice app opens one websocket per session on /ingest and sends JSON
+messages as its LLM streams (turn_start, chunk,
 turn_end, barge_in, tool_call and tool_result, and optional tts facts with
 real audio durations; the protocol is in cmd/underrun/docs/monitor.md).
 Every session is guarded in wall-clock time by the speech model: the moment a
@@ -106,12 +111,12 @@ const defaultGCMemory = 512
 func newMonitorCommand(e *env) *cobra.Command {
 	c := &monitorCommand{env: e}
 	cmd := newCommand("monitor", "Watch live voice sessions: websocket ingest, live page, Prometheus metrics",
-		monitorLong, monitorExample, cobra.NoArgs,
+		monitorLong, monitorExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
 	c.engine.bind(fs)
-	fs.StringArrayVar(&c.listen, "listen", []string{defaultMonitorListen}, "`HOST:PORT` to listen on, or unix:PATH for a Unix socket (repeatable: one monitor on each); anything but loopback or a socket needs --token")
-	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "bearer token every request must carry (default $UNDERRUN_MONITOR_TOKEN)")
+	fs.StringArrayVar(&c.listen, "listen", []string{defaultMonitorListen}, "`HOST:PORT` or unix:PATH to listen on (repeatable); beyond loopback it needs --token")
+	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer `TOKEN`: every request must carry it (default $UNDERRUN_MONITOR_TOKEN)")
 	fs.StringSliceVar(&c.origins, "origin", nil, "browser `ORIGIN` allowed besides the monitor's own (repeatable; * for any)")
 	fs.StringVar(&c.record, "record", "", "write everything received to `FILE` as a native trace")
 	fs.StringVar(&c.events, "events", "-", "write the zerolog JSON event log to `FILE` (- for stderr, \"\" for none)")
@@ -128,8 +133,9 @@ func newMonitorCommand(e *env) *cobra.Command {
 	bindAllowHost(fs, &c.allowHosts, "; with --token every host is answered")
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
-	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (each token 50 ms, token chunking, no synthesizer latency), in place of the speech flags")
+	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (50 ms tokens, token chunking, no TTS latency), not as the speech flags say")
 	c.otlp.bind(fs)
+	showFlags(cmd, "listen", "token", "record", "events", "warn-tolerance", "stack", "chunking", "load-model")
 	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorRulesCommand(e), newMonitorEchoCommand(e), newMonitorSinkCommand(e), newMonitorWatchCommand(e))
 	return cmd
 }

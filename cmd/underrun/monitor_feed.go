@@ -41,7 +41,7 @@ func newMonitorFeedCommand(e *env) *cobra.Command {
 		Short:   "Feed a recorded trace into a running monitor at its real pace",
 		Long:    monitorFeedLong,
 		Example: monitorFeedExample,
-		Args:    cobra.ExactArgs(1),
+		Args:    positional(1, 1, "the trace to feed (a file, or - for standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
 				return usagef("--monitor: the monitor's address is required (e.g. http://%s)", defaultMonitorListen)
@@ -59,9 +59,9 @@ func newMonitorFeedCommand(e *env) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&to, "monitor", "", "the monitor's `URL` (http://host:port or ws://host:port), or several separated by commas: sessions are spread over them by a stable hash of their name")
-	fs.StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (default $UNDERRUN_MONITOR_TOKEN)")
-	fs.StringVar(&format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	fs.StringVar(&to, "monitor", "", "the monitor's `URL` (http:// or ws://), or several separated by commas (each session goes to one, by a hash of its name)")
+	fs.StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer `TOKEN` (default $UNDERRUN_MONITOR_TOKEN)")
+	bindFormat(fs, &format, "input")
 	fs.StringVar(&session, "session", "feed", "session `NAME` for turns that carry none")
 	renamed(e, fs, "to", "", "monitor")
 	return cmd
@@ -113,7 +113,7 @@ the monitors in a scrape job named "underrun". The README, section "A fleet of
 monitors", shows a Prometheus configuration that loads them.`,
 		Example: `  underrun monitor rules > /etc/prometheus/underrun.rules.yml
   promtool check rules /etc/prometheus/underrun.rules.yml`,
-		Args: cobra.NoArgs,
+		Args: positional(0, 0, ""),
 		RunE: func(*cobra.Command, []string) error {
 			_, err := e.stdout.Write(prometheus.Rules)
 			return err

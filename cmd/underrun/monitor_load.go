@@ -18,9 +18,12 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/monitor/loadgen"
 )
 
-const monitorLoadLong = `Measure how much live traffic a monitor takes on this machine. --sessions
-websocket sessions stream turns at --chunk-rate chunks per second each; every turn
-stalls once (--stall after --stall-after chunks), which drains the buffer of a
+const monitorLoadLong = `Measure how much live traffic a monitor takes on this machine: many sessions
+stream stalling turns into it, and the run reports messages lost and how late
+each buffer's drain event reached a subscriber.
+
+--sessions websocket sessions stream turns at --chunk-rate chunks per second
+each; every turn stalls once (--stall after --stall-after chunks), which drains the buffer of a
 monitor running the load's speech model (each token 50 ms of audio, token
 chunking, no synthesizer latency), so every turn raises at least one
 underrun_started event. The sessions' turns are spread over the turn cycle,
@@ -85,7 +88,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	opts := loadgen.Options{}
 	var lf loadFlags
 	cmd := newCommand("load", "Drive a monitor (and an echo server, the ceiling) with many live sessions",
-		monitorLoadLong, monitorLoadExample, cobra.NoArgs,
+		monitorLoadLong, monitorLoadExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error {
 			if opts.Sessions <= 0 || opts.Rate <= 0 || opts.Duration <= 0 || opts.TurnChunks <= 0 || opts.StallAfter < 0 || opts.Stall < 0 {
 				return usagef("--sessions, --chunk-rate, --duration and --turn-chunks must be positive, --stall-after and --stall not negative")
@@ -103,7 +106,7 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 		})
 	fs := cmd.Flags()
 	fs.StringVar(&opts.URL, "monitor", "", "drive this running monitor (`URL`) instead of starting one")
-	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token (with --monitor)")
+	fs.StringVar(&opts.Token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer `TOKEN` (with --monitor)")
 	renamed(e, fs, "to", "", "monitor")
 	fs.IntVar(&opts.Sessions, "sessions", loadgen.DefaultSessions, "concurrent sessions")
 	fs.Float64Var(&opts.Rate, "chunk-rate", loadgen.DefaultRate, "chunks per second per session")
@@ -117,8 +120,9 @@ func newMonitorLoadCommand(e *env) *cobra.Command {
 	fs.BoolVar(&lf.inProcess, "in-process", false, "run the echo server, the monitor and the events subscriber inside this process")
 	fs.StringVar(&lf.record, "record", "", "the monitor records what it accepts to `FILE` (monitor --record), to measure what recording costs")
 	fs.BoolVar(&lf.shareCPUs, "share-cpus", false, "let the targets and the load share every CPU (by default each target runs on half of them, the load on the rest)")
-	fs.StringVar(&lf.network, "network", defaultLoadNetwork, "how the load reaches the targets it starts: `unix` (Unix sockets) or tcp (loopback TCP)")
-	fs.StringVar(&lf.priority, "priority", "auto", "the senders' threads: `realtime` (real-time priority, paced within 0.2 ms), normal, or auto (realtime when the load has CPUs of its own)")
+	fs.StringVar(&lf.network, "network", defaultLoadNetwork, "`NETWORK` the load reaches the targets it starts by: unix (Unix sockets) or tcp (loopback TCP)")
+	fs.StringVar(&lf.priority, "priority", "auto", "`PRIORITY` of the senders' threads: realtime (paced within 0.2 ms), normal, or auto (realtime when the load has CPUs of its own)")
+	showFlags(cmd, "monitor", "sessions", "chunk-rate", "duration", "stall", "aligned", "no-echo", "in-process")
 	return cmd
 }
 

@@ -53,7 +53,7 @@ func newMonitorWatchCommand(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&to, "monitor", "", "the monitor's `URL`")
-	cmd.Flags().StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token")
+	cmd.Flags().StringVar(&token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer `TOKEN`")
 	cmd.Flags().IntVar(&nice, "nice", 0, "run at this nice value (monitor load's real-time senders share the subscriber's CPUs)")
 	renamed(e, cmd.Flags(), "to", "", "monitor")
 	return cmd
@@ -146,7 +146,7 @@ func newLoadTargetCommand(e *env, name, short string, serve func(context.Context
 			return serve(cmd.Context(), ln)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback address (or unix:PATH) to listen on")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback `HOST:PORT` (or unix:PATH) to listen on")
 	return cmd
 }
 

@@ -26,7 +26,7 @@ type otlpFlag struct {
 
 func (f *otlpFlag) bind(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.url, "otlp", "", "send every turn as a span (an event per underrun) and the GenAI and underrun metrics to the OTLP/HTTP endpoint `URL`, such as http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)")
+	fs.StringVar(&f.url, "otlp", "", "send each turn (a span) and the metrics to the OTLP/HTTP endpoint `URL`, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT)")
 }
 
 // start makes the exporter the flag or the environment asks for (nil,
@@ -90,11 +90,7 @@ func otlpSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 				slo = d
 			}
 		}
-		command := fs.Name()
-		if command == "report" { // speak binds the report flags on a set of that name
-			command = "speak"
-		}
-		exp, err := f.start(e, command, slo)
+		exp, err := f.start(e, fs.Name(), slo)
 		if err != nil || exp == nil {
 			return nil, err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/speech-pipeline/underrun/cmd/underrun/internal/outfile"
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/plot"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
 )
 
@@ -87,11 +86,12 @@ func newPlotCommand(e *env) *plotCommand {
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringVarP(&c.out, "output", "o", "", "write the plot to `FILE` (.html, .svg or .png)")
-	fs.StringVar(&c.kind, "kind", plotAuto, plotKindHelp+", sweep (input: a sweep JSON file)")
+	fs.StringVar(&c.kind, "kind", plotAuto, plotKindHelp+", sweep (of a sweep JSON file)")
 	fs.StringVar(&c.turn, "turn", "", "draw the timeline of the turn with this `ID` (default: the worst)")
-	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	bindFormat(fs, &c.format, "input")
 	fs.DurationVar(&c.slo, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within (for the report's verdict)")
 	fs.BoolVar(&c.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
+	showFlags(c.cmd, "output", "kind", "turn", "format", "stack", "chunking", "tts-latency", "preroll")
 	return c
 }
 

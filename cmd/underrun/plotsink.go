@@ -27,7 +27,7 @@ const (
 	plotSweep    = "sweep"
 )
 
-const plotKindHelp = "what to draw: auto (.html: the report with every plot; .svg/.png: the worst turn's timeline for one turn, the fleet view for more), timeline, tail, fleet"
+const plotKindHelp = "`KIND` to draw: auto (.html every plot; .svg/.png the worst turn's timeline, or the fleet view of several), timeline, tail, fleet"
 
 // plotFormat returns the output format a plot file's extension names.
 func plotFormat(path string) (string, error) {
@@ -69,7 +69,7 @@ type plotSink struct {
 
 func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error) {
 	var path, kind string
-	fs.StringVar(&path, "plot", "", "draw the run into `FILE`: .html (one self-contained report with the summary, every plot and the per-turn table), .svg or .png (one plot, see --plot-kind)")
+	fs.StringVar(&path, "plot", "", "draw the run into `FILE`: .html (the report with every plot), .svg or .png (one plot: --plot-kind)")
 	fs.StringVar(&kind, "plot-kind", plotAuto, plotKindHelp)
 	return func(e *env, cfg pipeline.Config) (turnSink, error) {
 		if path == "" {

@@ -72,21 +72,22 @@ type proxyCommand struct {
 func newProxyCommand(e *env) *cobra.Command {
 	c := &proxyCommand{env: e}
 	cmd := newCommand("proxy --url URL", "Guard live traffic: a transparent proxy that plays every stream as it passes",
-		proxyLong, proxyExample, cobra.NoArgs,
+		proxyLong, proxyExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
 	fs := cmd.Flags()
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback by default)")
-	fs.StringVar(&c.upstream, "url", "", "the LLM server to forward to, e.g. http://127.0.0.1:8000 (required)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "`HOST:PORT` to listen on (loopback by default)")
+	fs.StringVar(&c.upstream, "url", "", "the LLM server's `URL` to forward to, e.g. http://127.0.0.1:8000 (required)")
 	renamed(e, fs, "upstream", "", "url")
 	fs.StringVarP(&c.traceFile, "output", "o", "", "record the native trace of every stream to `FILE`")
 	fs.StringVar(&c.sseFile, "sse", "", "record the raw SSE bytes of every stream, with arrival times, to `FILE`")
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
-	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request header that names a turn's session")
+	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request `HEADER` that names a turn's session")
 	fs.DurationVar(&c.toolWait, "tool-wait", openai.DefaultToolWait, "how long a stream that ended in tool calls waits for the request with their results")
 	bindForce(fs, &c.force)
 	bindAllowHost(fs, &c.allowHosts, "")
 	c.engine.bind(fs)
-	c.out.bind(fs)
+	c.out.bindWithout(fs, wavFlagNames...)
+	showFlags(cmd, "url", "listen", "output", "sse", "events", "warn-tolerance", "stack", "chunking", "tts-latency", "report")
 	c.out.live, c.out.replace = true, &c.force // its event log is written as it goes
 	fs.Lookup("events").DefValue = "-"
 	fs.Set("events", "-")

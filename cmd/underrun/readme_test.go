@@ -22,14 +22,15 @@ import (
 // then of each reference file under cmd/underrun/docs/, the files in the
 // order of readmeFiles and each file's blocks in order, as a new user
 // following them would, and fails on the first command that ends otherwise
-// than the file says. The conventions (written down for authors in the HTML
-// comment at the top of README.md; each docs file says in its own comment
-// that it is walked):
+// than the file says. These are the rules for writing a block (README.md
+// and each docs file point here in a comment of their own):
 //
 //   - each block runs in a bash script of its own (set -o pipefail), in one
 //     scratch directory shared by all blocks of all the files, holding links to the
 //     repository's top-level files, with `underrun` on PATH (this test
-//     binary) and `go run ./cmd/underrun` read as `underrun`;
+//     binary) and `go run ./cmd/underrun` read as `underrun`; write each
+//     block so that it runs on a fresh machine after the blocks above it
+//     and in the files before it;
 //   - every command must exit 0, unless its comment says
 //     `readme-test: exit N`;
 //   - a command ending in `&` runs in the background: it starts once every
@@ -38,7 +39,8 @@ import (
 //     still stopping is waited for; another program's is a failure), the
 //     next line runs once they all accept connections (a failure if the
 //     command exits first), and what still runs when the block ends is
-//     stopped (SIGTERM, then SIGKILL for the whole group);
+//     stopped (SIGTERM, then SIGKILL for the whole group); a block that
+//     reuses a port kills its server first, as a reader would;
 //   - `readme-test: needs PROG...` runs the line only where every PROG is
 //     installed (a PROG with a slash: where that path of the repository
 //     exists, such as a package's node_modules), and says so when one is
@@ -51,6 +53,7 @@ import (
 // (unshare -rn): the README's fixed ports cannot meet another process's,
 // and nothing outside the machine can be reached, as on a fresh machine
 // without network. Elsewhere walks on one machine take turns (a lock file).
+// Keep the commands quick: the whole walk takes about a minute.
 
 // readmeFiles are the files the walk runs, in the order it runs them,
 // relative to the repository's root: the front page, then the reference.

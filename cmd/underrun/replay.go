@@ -76,16 +76,17 @@ func newReplayCommand(e *env) *cobra.Command {
 		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
-	fs.StringVar(&c.format, "format", "auto", "input format: auto or one of "+trace.FormatNames())
+	bindFormat(fs, &c.format, "input")
 	fs.Float64Var(&c.speed, "speed", 1, "play `FACTOR` times as fast as recorded (2: twice as fast)")
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "print a stall warning when the stall tolerance falls to this (0: none)")
 	fs.BoolVar(&c.play, "play", false, "play what the listener hears through the sound card (builds with -tags speaker)")
 	fs.StringVar(&c.to, "monitor", "", "feed the trace into the running monitor at `URL` at its real pace instead of guarding it here")
-	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer token, with --monitor (default $UNDERRUN_MONITOR_TOKEN)")
+	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer `TOKEN`, with --monitor (default $UNDERRUN_MONITOR_TOKEN)")
 	c.out.bind(fs)
 	renamed(e, fs, "output", "o", "report")
 	renamed(e, fs, "warn", "", "warn-tolerance")
 	renamed(e, fs, "to", "", "monitor")
+	showFlags(c.cmd, "speed", "warn-tolerance", "monitor", "play", "stack", "chunking", "tts-latency", "report", "wav")
 	return c.cmd
 }
 
@@ -209,7 +210,7 @@ func (r *replayRun) replay(ctx context.Context, turns []*pipeline.Turn) error {
 		length += fmt.Sprintf(", %.1f s at %gx", span.Seconds()/r.cmd.speed, r.cmd.speed)
 	}
 	fmt.Fprintf(r.live, "replaying %d %s (%s); underruns print as they happen, Ctrl-C stops\n\n",
-		len(turns), replayNoun(len(turns), "turn", "turns"), length)
+		len(turns), noun(len(turns), "turn", "turns"), length)
 	fmt.Fprintf(r.live, "  %9s  %-12s  %s\n", "time", "turn", "event")
 	var stop func()
 	if r.cmd.play {
@@ -300,11 +301,11 @@ func (r *replayRun) event(e pipeline.Event) {
 		tools := ""
 		if tally.ToolSilences > 0 {
 			tools = fmt.Sprintf("; %d tool-call %s, %.0f ms", tally.ToolSilences,
-				replayNoun(tally.ToolSilences, "silence", "silences"), pipeline.Millis(tally.ToolSilence))
+				noun(tally.ToolSilences, "silence", "silences"), pipeline.Millis(tally.ToolSilence))
 		}
 		line("turn ended (%s): %d %s, %d %s, %.0f ms of silence%s",
-			e.Record.Status, tally.Interruptions, replayNoun(tally.Interruptions, "interruption", "interruptions"),
-			tally.Glitches, replayNoun(tally.Glitches, "glitch", "glitches"), pipeline.Millis(tally.Silence), tools)
+			e.Record.Status, tally.Interruptions, noun(tally.Interruptions, "interruption", "interruptions"),
+			tally.Glitches, noun(tally.Glitches, "glitch", "glitches"), pipeline.Millis(tally.Silence), tools)
 		// the event log has its live events already: report and sinks only
 		r.session.report.Add(e.Record, e.Playout)
 		for _, sink := range r.session.sinks {
@@ -315,7 +316,7 @@ func (r *replayRun) event(e pipeline.Event) {
 	}
 }
 
-func replayNoun(n int, one, many string) string {
+func noun(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

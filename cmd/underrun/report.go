@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,12 +70,12 @@ type reportFlags struct {
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.output, "report", "text", "the report's `FORMAT`: text or json")
 	fs.BoolVar(&f.perTurn, "per-turn", false, "add a line per turn to the report")
-	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (one per speech chunk, one per underrun, one per turn) to `FILE` (- for stderr)")
-	fs.BoolVar(&f.chunks, "chunks", false, "list every speech chunk handed to the synthesizer: its text, release and what released it, synthesis and play times")
+	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (speech chunks, underruns, turns) to `FILE` (- for stderr)")
+	fs.BoolVar(&f.chunks, "chunks", false, "list every speech chunk handed to the synthesizer, with what released it and its times")
 	fs.DurationVar(&f.tpotSLO, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within to pass")
 	fs.BoolVar(&f.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
 	fs.IntVar(&f.list, "list", 20, "list up to `N` underruns in the text report (0: none)")
-	fs.StringArrayVar(&f.goodput, "goodput", nil, "count request goodput as vLLM bench serve does, for SLOs as its `KEY:MS` pairs (ttft, tpot, e2el): --goodput ttft:200 tpot:50, or ttft:200,tpot:50")
+	fs.StringArrayVar(&f.goodput, "goodput", nil, "request goodput as vLLM bench serve counts it, for SLOs as `KEY:MS` pairs of ttft, tpot, e2el: --goodput ttft:200 tpot:50")
 	fs.Float64Var(&f.goodputMin, "goodput-min", 1, "with --goodput: the fraction of requests that must meet every SLO to pass")
 	for _, factory := range sinkFactories {
 		f.sinks = append(f.sinks, factory(fs))
@@ -82,6 +83,18 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	for _, hook := range configHooks {
 		f.hooks = append(f.hooks, hook(fs))
 	}
+}
+
+// bindWithout binds the report flags but those named, which mean nothing
+// for the command (their sinks and hooks are then never asked for).
+func (f *reportFlags) bindWithout(fs *pflag.FlagSet, omit ...string) {
+	all := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	f.bind(all)
+	all.VisitAll(func(fl *pflag.Flag) {
+		if !slices.Contains(omit, fl.Name) {
+			fs.AddFlag(fl)
+		}
+	})
 }
 
 // listKept is how many underruns the report keeps: those the text report

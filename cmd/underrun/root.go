@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const rootLong = `underrun models (or really plays) the pipeline from a streaming LLM through a
@@ -18,6 +19,7 @@ Exit codes: 0 pass, 1 verdict failed (TPOT over the SLO or an interruption),
 const rootExample = `  underrun                                  # the built-in default, explained
   underrun analyze trace.jsonl              # analyze a recorded trace
   underrun analyze --chunking sentence --tts-latency 200ms trace.jsonl
+  underrun sim tpot-50ms --stack pipecat-cartesia --find tpot   # what TPOT does my stack need?
   cat trace.jsonl | underrun analyze --report json > report.json`
 
 func newRootCommand(e *env) *cobra.Command {
@@ -27,7 +29,7 @@ func newRootCommand(e *env) *cobra.Command {
 		Short:         "Find where a voice assistant's speech would go silent, and why",
 		Long:          rootLong,
 		Example:       rootExample,
-		Args:          cobra.NoArgs,
+		Args:          positional(0, 0, ""),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,13 +37,42 @@ func newRootCommand(e *env) *cobra.Command {
 			return a.runDefault(cmd)
 		},
 	}
-	root.Flags().AddFlagSet(a.cmd.Flags())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// the default run takes analyze's flags but --format: it reads no input
+	a.cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "format" {
+			root.Flags().AddFlag(f)
+		}
+	})
+	showFlags(root)
+	root.SetFlagErrorFunc(flagError)
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.AddCommand(a.cmd)
 	for _, mk := range commands {
 		root.AddCommand(mk(e))
 	}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, name := range g.commands {
+			c, _, err := root.Find([]string{name})
+			if err != nil || c == root {
+				panic("commandGroups: no command " + name)
+			}
+			c.GroupID = g.id
+		}
+	}
+	bindHelp(root)
 	return root
+}
+
+// commandGroups sort the commands for root's help: those a newcomer needs
+// first.
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"start", "Start here:", []string{"analyze", "sim", "speak"}},
+	{"live", "Measure and watch live systems:", []string{"capture", "proxy", "replay", "monitor", "heard"}},
+	{"tools", "Tools and references:", []string{"plot", "convert", "mock", "voice", "scenarios", "stacks", "transports"}},
 }
 
 // commands are the subcommands other files register (init), each made

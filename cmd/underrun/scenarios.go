@@ -26,7 +26,7 @@ func newScenariosCommand(e *env) *cobra.Command {
 	var output string
 	var metrics bool
 	cmd := newCommand("scenarios [NAME]", "List the built-in simulation scenarios, or print one",
-		scenariosLong, scenariosExample, cobra.MaximumNArgs(1),
+		scenariosLong, scenariosExample, positional(0, 1, "a scenario name"),
 		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usagef("--report: want text or json, got %q", output)

@@ -20,13 +20,17 @@ import (
 
 func init() { commands = append(commands, newSimCommand) }
 
-const simLong = `Simulate a deployment in virtual time before buying it: a scenario (a YAML
-file, or the name of a built-in one: see ` + "`underrun scenarios`" + `) names a token
-generator (constant TPOT, lognormal or gamma ITLs, ITLs resampled from a
-trace, or a roofline model of a GPU decoding a model at a batch size, with
-prefill interference from an arrival rate or a closed loop of N users,
-speculative decoding and reasoning tokens), the text, the TTS stack and its
-expectations. A roofline scenario may define its own GPU and model
+const simLong = `Simulate a deployment in virtual time before buying it. A scenario (a YAML
+file, or a built-in name: underrun scenarios) names a token generator, the
+text, the TTS stack and its expectations; sim prints the report, a Monte Carlo
+run and the expectations. --find tpot answers "what TPOT does my stack need?"
+(with --stack: yours), --sweep shows a parameter's range.
+
+The token generator is a constant TPOT, lognormal or gamma ITLs, ITLs
+resampled from a trace, or a roofline model of a GPU decoding a model at a
+batch size, with prefill interference from an arrival rate or a closed loop
+of N users, speculative decoding and reasoning tokens. A roofline scenario
+may define its own GPU and model
 (gpu_profile, model_profile); its report says that the decode timing is a
 model and how far it was from the published measurements it was fitted on.
 
@@ -34,8 +38,9 @@ sim plays the scenario's turns through the same engine analyze uses and
 prints the report, then a Monte Carlo run over many more turns on every core
 (speech goodput with a 95% Wilson interval, interruptions per minute of
 speech, the ITL tail set against the stall tolerance), then the table of
-expectations (the metrics they may name: ` + "`underrun scenarios --metrics`" + `). Speech-model flags (--chunking, --tts-latency, --rtf, --wpm,
---preroll, ...) override the scenario only when given.
+expectations (the metrics they may name: underrun scenarios --metrics). Speech-model
+flags (--stack, --chunking, --tts-latency, --rtf, --wpm, --preroll, ...)
+override the scenario only when given.
 
 --sweep PARAM=FROM:TO:STEP runs the Monte Carlo at each value and prints
 interruption rate and goodput per value, then the inverse answer: the
@@ -52,6 +57,7 @@ Exit codes: 0 every expectation held (or, with none, the report passed);
 1 an expectation failed; 2 bad usage or a bad scenario file.`
 
 const simExample = `  underrun sim tpot-50ms
+  underrun sim tpot-50ms --stack pipecat-cartesia --find tpot   # what TPOT does my stack need?
   underrun sim prefill-unchunked --per-turn --events events.jsonl
   underrun sim my-deployment.yaml --turns 100 --monte-carlo 100000
   underrun sim tpot-50ms --sweep tpot=20ms:300ms:20ms
@@ -77,7 +83,7 @@ type simCommand struct {
 func newSimCommand(e *env) *cobra.Command {
 	c := &simCommand{env: e}
 	c.cmd = newCommand("sim FILE|NAME", "Simulate a deployment scenario: report, Monte Carlo, sweeps, expectations",
-		simLong, simExample, cobra.ExactArgs(1),
+		simLong, simExample, positional(1, 1, "a scenario: a YAML file or the name of a built-in one (underrun scenarios lists them)"),
 		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args[0]) })
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
@@ -90,6 +96,7 @@ func newSimCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.sweep, "sweep", "", "sweep `PARAM=FROM:TO:STEP`, e.g. tpot=20ms:120ms:10ms or batch=8:128:8")
 	fs.StringArrayVar(&c.find, "find", nil, "find the largest `PARAM` (smallest preroll) that keeps goodput at the target (repeatable)")
 	fs.Float64Var(&c.target, "goodput-target", 0.99, "speech goodput the sweep and --find answers must keep")
+	showFlags(c.cmd, "stack", "find", "sweep", "goodput-target", "turns", "monte-carlo", "chunking", "tts-latency", "preroll", "report", "per-turn")
 	return c.cmd
 }
 

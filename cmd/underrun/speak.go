@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/speak"
-	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/scenarios"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/player"
@@ -105,21 +103,21 @@ func newSpeakCommand(e *env) *cobra.Command {
 		speakLong, speakExample, nil,
 		func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) })
 	fs := c.cmd.Flags()
-	c.llmFlags.bind(fs, "take tokens from this OpenAI-compatible server (its root, its /v1, or the endpoint)")
+	c.llmFlags.bind(fs, "take tokens from the LLM server at `URL` (its root, its /v1, or the endpoint)")
 	fs.IntVar(&c.requests, "requests", 0, "requests to --url (default: each prompt once)")
-	fs.StringVar(&c.format, "format", "auto", "format of FILE arguments: auto or one of "+trace.FormatNames())
-	fs.StringVar(&c.scenario, "scenario", "", "take tokens from a scenario: a built-in `NAME` or a YAML file")
+	bindFormat(fs, &c.format, "FILE arguments'")
+	fs.StringVar(&c.scenario, "scenario", "", "take tokens from a `SCENARIO`: a built-in name or a YAML file")
 	fs.IntVar(&c.turns, "turns", 0, "turns to take from --scenario (default: the scenario's count)")
 
-	c.tts.bind(fs, "speak with this OpenAI-compatible /v1/audio/speech server instead of espeak-ng")
+	c.tts.bind(fs, "speak with the OpenAI-compatible /v1/audio/speech server at `URL`, not espeak-ng")
 	fs.StringVar(&c.ttsStreamFormat, "tts-stream-format", "", "stream_format of --tts-url: audio or sse (default: not sent)")
 	fs.Float64Var(&c.ttsSpeed, "tts-speed", 0, "speed of --tts-url (0: not sent)")
-	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us")
+	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng `VOICE` (-v), e.g. en-us")
 	fs.IntVar(&c.espeakSpeed, "espeak-wpm", 0, "espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
 
 	fs.StringVar(&c.wavOut, "wav", "", "write what the player played, silence included, to `FILE` (WAV) as it plays")
 	fs.BoolVar(&c.play, "play", false, "play through the sound card (builds with -tags speaker) instead of the clock-paced sink")
-	fs.DurationVar(&c.playBuffer, "play-buffer", speakerBuffer, "with --play: the sound card's buffer (short: it asks for audio often, so a gap ends where it falls; long: a busy machine does not make it run dry)")
+	fs.DurationVar(&c.playBuffer, "play-buffer", speakerBuffer, "with --play: the sound card's buffer (short: a gap ends where it falls; long: a busy machine does not run it dry)")
 	fs.StringVar(&c.record, "record", "", "record the tokens, the synthesizer's measured timings and what was heard to `FILE` (a native trace)")
 	bindForce(fs, &c.force)
 	fs.DurationVar(&c.tolerance, "match-within", speak.DefaultTolerance, "a heard gap and a predicted one are the same when their starts and lengths differ by at most this")
@@ -129,21 +127,14 @@ func newSpeakCommand(e *env) *cobra.Command {
 	fs.DurationVar(&c.period, "period", player.DefaultPeriod, "how often the paced sink drains its buffer (each sample still plays at its own due time)")
 	c.engine.bind(fs)
 	// the model's own --wav rendering would be mistaken for what was played
-	// (--wav); the other output flags are analyze's
-	tmp := pflag.NewFlagSet("report", pflag.ContinueOnError)
-	c.out.bind(tmp)
-	tmp.VisitAll(func(f *pflag.Flag) {
-		switch f.Name {
-		case "wav", "turn", "mark-gaps", "audio-engine":
-			return
-		}
-		fs.AddFlag(f)
-	})
+	// (speak's own --wav); the other output flags are analyze's
+	c.out.bindWithout(fs, wavFlagNames...)
 	renamed(e, fs, "output", "o", "report")
 	renamed(e, fs, "wav-out", "", "wav")
 	renamed(e, fs, "speed", "", "espeak-wpm")
 	renamed(e, fs, "warn", "", "warn-tolerance")
 	renamed(e, fs, "tolerance", "", "match-within")
+	showFlags(c.cmd, "url", "model", "scenario", "tts-url", "tts-model", "tts-voice", "stack", "chunking", "wav", "record", "play", "check", "report")
 	return c.cmd
 }
 

@@ -214,13 +214,13 @@ func clipText(s string) string {
 func (r *speakRun) heard(st *speak.SessionTurn, res *speak.Result, cmp *speak.Comparison) error {
 	h := res.Heard
 	r.line(st.ID(), "heard to its end: %d %s, %.0f ms of silence; predicted %d; %s",
-		len(h.Gaps), replayNoun(len(h.Gaps), "gap", "gaps"), pipeline.Millis(h.Silence()), len(cmp.Model.Underruns), agreeText(cmp))
+		len(h.Gaps), noun(len(h.Gaps), "gap", "gaps"), pipeline.Millis(h.Silence()), len(cmp.Model.Underruns), agreeText(cmp))
 	return r.session.played(res.Record, cmp.Heard)
 }
 
 func agreeText(cmp *speak.Comparison) string {
 	if d := cmp.Differences(); len(d) > 0 {
-		return fmt.Sprintf("%d %s", len(d), replayNoun(len(d), "difference", "differences"))
+		return fmt.Sprintf("%d %s", len(d), noun(len(d), "difference", "differences"))
 	}
 	return "as predicted"
 }

@@ -62,7 +62,7 @@ func writeStacks(b *strings.Builder, stacks []tts.Stack, one bool) {
 func newPresetsCommand[T any](e *env, use, short, long, example string, all []T, lookup func(string) (T, error),
 	write func(b *strings.Builder, list []T, one bool)) *cobra.Command {
 	var output string
-	cmd := newCommand(use, short, long, example, cobra.MaximumNArgs(1),
+	cmd := newCommand(use, short, long, example, positional(0, 1, "a name"),
 		func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usagef("--report: want text or json, got %q", output)

@@ -52,7 +52,7 @@ func newVoiceCommand(e *env) *cobra.Command {
 and its synthesis latency. Make one with ` + "`underrun voice calibrate`" + `, then give it
 to any command with --voice FILE.`,
 		Example: "  underrun voice calibrate --engine espeak-ng -o espeak.yaml",
-		Args:    cobra.NoArgs,
+		Args:    positional(0, 0, ""),
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	voice.AddCommand(newVoiceCalibrateCommand(e))
@@ -75,18 +75,19 @@ type voiceCalibrateCommand struct {
 func newVoiceCalibrateCommand(e *env) *cobra.Command {
 	c := &voiceCalibrateCommand{env: e}
 	cmd := newCommand("calibrate", "Measure a speech engine and write its voice profile",
-		fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)), voiceCalibrateExample, cobra.NoArgs,
+		fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)), voiceCalibrateExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := cmd.Flags()
-	fs.StringVar(&c.engine, "engine", tts.EngineEspeak, "engine to measure: espeak-ng")
+	fs.StringVar(&c.engine, "engine", tts.EngineEspeak, "speech `ENGINE` to measure: espeak-ng")
 	fs.StringVarP(&c.out, "output", "o", "", "write the profile to `FILE` (default: standard output)")
 	fs.IntVar(&c.runs, "runs", 2, "synthesize each text `N` times and keep the fastest (steadier latency figures)")
-	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng voice (-v), e.g. en-us (default: its own)")
+	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng `VOICE` (-v), e.g. en-us (default: its own)")
 	fs.IntVar(&c.speed, "espeak-wpm", 0, "espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
 	renamed(e, fs, "speed", "", "espeak-wpm")
-	c.tts.bind(fs, "measure this OpenAI-compatible /v1/audio/speech server instead of --engine")
+	c.tts.bind(fs, "measure the OpenAI-compatible /v1/audio/speech server at `URL`, not --engine")
 	fs.IntVar(&c.turnTexts, "turn-texts", stream.DefaultTurnTexts, "with --tts-url: texts sent back to back as one turn (the first pays the first-audio latency, the others the continuation)")
 	fs.DurationVar(&c.pause, "pause", stream.DefaultTurnPause, "with --tts-url: idle time before each turn")
+	showFlags(cmd, "output", "engine", "runs", "espeak-voice", "espeak-wpm", "tts-url", "tts-model", "tts-voice")
 	return cmd
 }
 

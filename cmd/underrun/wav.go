@@ -19,9 +19,8 @@ func init() {
 	configHooks = append(configHooks, audioEngineHook)
 }
 
-const audioEngineHelp = "speech engine for --wav and --play: auto (espeak-ng when installed, else synthetic), " +
-	"espeak-ng (real speech; its measured durations replace the voice model, so the report's gaps are that synthesizer's), " +
-	"synthetic (the voice model's timing, a voice-like signal that is not speech)"
+const audioEngineHelp = "speech `ENGINE` of --wav and --play: auto (espeak-ng when installed), " +
+	"espeak-ng (its measured durations replace the voice model's), synthetic (the voice model's timing; not speech)"
 
 // wantsAudio reports whether the command's flags ask for audio: --wav, or
 // --play where the command has it.
@@ -69,6 +68,9 @@ func audioEngineHook(fs *pflag.FlagSet) func(e *env, cfg *pipeline.Config) error
 	}
 }
 
+// wavFlagNames are the flags of the --wav sink.
+var wavFlagNames = []string{"wav", "turn", "mark-gaps", "audio-engine"}
+
 // wavFlags are the flags of the --wav sink.
 type wavFlags struct {
 	path     string
@@ -79,7 +81,7 @@ type wavFlags struct {
 
 func wavSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error) {
 	w := &wavFlags{}
-	fs.StringVar(&w.path, "wav", "", "write what the listener hears to `FILE` (WAV): start-up silence, speech, and every underrun as silence of its exact length")
+	fs.StringVar(&w.path, "wav", "", "write what the listener hears to `FILE` (WAV), every underrun as silence of its exact length")
 	ownTurn := fs.Lookup("turn") == nil
 	if ownTurn {
 		fs.StringVar(&w.turn, "turn", "", "with --wav: render the turn with this `ID` (default: the first turn with speech)")
