@@ -175,8 +175,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: interruption threshold must be positive, got %v", ErrConfig, c.Interruption)
 	case c.SampleRate <= 0:
 		return fmt.Errorf("%w: sample rate must be positive, got %d", ErrConfig, c.SampleRate)
-	case c.TokenAudio < 0:
-		return fmt.Errorf("%w: token audio must not be negative, got %v", ErrConfig, c.TokenAudio)
+	case c.TokenAudio < 0 || c.TokenAudio > tts.MaxTokenAudio:
+		return fmt.Errorf("%w: token audio must be from 0 to %v, got %v", ErrConfig, tts.MaxTokenAudio, c.TokenAudio)
 	case !(c.StallFactor >= 1):
 		return fmt.Errorf("%w: stall factor must be at least 1, got %v", ErrConfig, c.StallFactor)
 	}

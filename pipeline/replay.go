@@ -237,6 +237,10 @@ func ReplaySpan(turns []*Turn) (time.Duration, error) {
 	return steps[len(steps)-1].at, nil
 }
 
+// maxReplaySpan bounds the time between the first turn's start and any
+// other's, so that a turn's times added to its start stay in a Duration.
+const maxReplaySpan = time.Duration(math.MaxInt64 / 2)
+
 // schedule lays out the calls of a replay in time order.
 func schedule(turns []*Turn) ([]replayStep, error) {
 	allStarts := len(turns) > 0
@@ -256,6 +260,9 @@ func schedule(turns []*Turn) ([]replayStep, error) {
 	for i, t := range turns {
 		if allStarts {
 			begin = t.Start.Sub(first)
+			if begin > maxReplaySpan {
+				return nil, fmt.Errorf("%w: turn %q starts %v after the first turn; want every turn within %v of it", ErrReplay, t.ID, begin, maxReplaySpan)
+			}
 		}
 		steps = append(steps, replayStep{at: begin, turn: i, chunk: -1, tool: -1})
 		last := time.Duration(0)

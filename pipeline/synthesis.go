@@ -75,7 +75,8 @@ func (p *Playout) frameOffset(k time.Duration) time.Duration {
 	if k <= 0 || p.cfg.Synth.RTF == 0 {
 		return 0
 	}
-	return time.Duration(float64(k*p.frame) * p.cfg.Synth.RTF)
+	// in floating point: k*frame of a long chunk must not wrap around
+	return time.Duration(float64(k) * float64(p.frame) * p.cfg.Synth.RTF)
 }
 
 func (p *Playout) frames(c *SpeechChunk) time.Duration {

@@ -217,22 +217,35 @@ func (p *Playout) minPreroll() {
 			continue
 		}
 		// frames k with Ready + frameOffset(k) < S
-		frames := time.Duration(float64(S-c.Ready) / (float64(p.frame) * p.cfg.Synth.RTF))
-		for frames > 0 && p.frameOffset(frames-1) >= S-c.Ready {
-			frames--
-		}
-		for p.frameOffset(frames) < S-c.Ready && frames*p.frame < c.Audio {
-			frames++
-		}
-		ready += min(c.Audio, frames*p.frame)
-		if frames*p.frame < c.Audio {
+		n := p.frames(c)
+		frames := p.framesBefore(S-c.Ready, n)
+		if frames < n {
+			ready += frames * p.frame
 			break // the chunks after it wait behind it
 		}
+		ready += c.Audio
 	}
 	if ready == 0 {
 		return
 	}
 	p.MinPreroll = (ready/time.Millisecond + 1) * time.Millisecond
+}
+
+// framesBefore counts the frames k of a chunk of n frames that are ready
+// less than d after its first: frameOffset grows with k, so a binary
+// search finds the first frame at d or later in log2(n) steps, whatever
+// the chunk's length.
+func (p *Playout) framesBefore(d, n time.Duration) time.Duration {
+	lo, hi := time.Duration(0), n // the answer is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if p.frameOffset(mid) < d {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // toolSegments notes the chunks that come after a tool-call silence (the

@@ -109,6 +109,9 @@ func FuzzRun(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	for _, c := range overflowCases {
+		f.Add([]byte(c.src))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memtest.Allocated(func() {
 			s, err := Parse(data, "fuzz.yaml", nil, "")

@@ -458,10 +458,18 @@ func (ld *loader) generator(f File) (sim.Generator, error) {
 		ttft = *g.TTFT
 	}
 	needTPOT := func() error {
-		if g.TPOT <= 0 {
-			return ld.fieldErrorf("generator.tpot", "kind %s needs a positive tpot such as 50ms, got %v", g.Kind, g.TPOT)
+		if g.TPOT <= 0 || g.TPOT > sim.MaxDelay {
+			return ld.fieldErrorf("generator.tpot", "kind %s needs a positive tpot up to %v such as 50ms, got %v", g.Kind, sim.MaxDelay, g.TPOT)
 		}
 		return nil
+	}
+	if ttft < 0 || ttft > sim.MaxDelay {
+		return gen, ld.fieldErrorf("generator.ttft", "want a time to first token from 0 to %v, got %v", sim.MaxDelay, ttft)
+	}
+	for i, st := range g.Stalls {
+		if st.Delay < 0 || st.Delay > sim.MaxDelay {
+			return gen, ld.fieldErrorf("generator.stalls", "stall %d: delay %v; want a delay from 0 to %v", i+1, st.Delay, sim.MaxDelay)
+		}
 	}
 	if err := ld.onlyFor(g); err != nil {
 		return gen, err
@@ -479,8 +487,8 @@ func (ld *loader) generator(f File) (sim.Generator, error) {
 		if err := needTPOT(); err != nil {
 			return gen, err
 		}
-		if !(g.CV > 0) {
-			return gen, ld.fieldErrorf("generator.cv", "kind %s needs a coefficient of variation > 0 such as 0.5, got %v", g.Kind, g.CV)
+		if !(g.CV >= sim.MinCV && g.CV <= 100) {
+			return gen, ld.fieldErrorf("generator.cv", "kind %s needs a coefficient of variation from %v to 100 such as 0.5, got %v", g.Kind, sim.MinCV, g.CV)
 		}
 		gen.Timing = sim.Sampled{TTFT: ttft, ITL: sim.Dist{Shape: g.Kind, Mean: g.TPOT.Seconds(), CV: g.CV}}
 	case KindEmpirical:
@@ -667,8 +675,8 @@ func (ld *loader) tts(t TTSFile) (pipeline.Config, error) {
 		bad   bool
 		want  string
 	}{
-		{"tts.wpm", t.WPM < 0 || math.IsNaN(t.WPM) || math.IsInf(t.WPM, 0), "a speaking rate in words per minute > 0"},
-		{"tts.token_audio", t.TokenAudio < 0, "a duration >= 0"},
+		{"tts.wpm", t.WPM != 0 && !(t.WPM >= tts.MinWPM && t.WPM <= tts.MaxWPM), fmt.Sprintf("a speaking rate from %v to %v words per minute, got %v", tts.MinWPM, tts.MaxWPM, t.WPM)},
+		{"tts.token_audio", t.TokenAudio < 0 || t.TokenAudio > tts.MaxTokenAudio, fmt.Sprintf("how long one token is spoken, from 0 to %v, got %v", tts.MaxTokenAudio, t.TokenAudio)},
 		{"tts.preroll", t.Preroll < 0, "a duration >= 0"},
 		{"tts.interruption", t.Interruption < 0, "a duration > 0"},
 	} {

@@ -379,6 +379,9 @@ func FuzzParse(f *testing.F) {
 	for _, src := range rooflineSeeds {
 		f.Add([]byte(src))
 	}
+	for _, c := range overflowCases {
+		f.Add([]byte(c.src))
+	}
 	for _, file := range hostileFiles(f) {
 		if b, err := os.ReadFile(file); err == nil {
 			f.Add(b)

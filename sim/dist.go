@@ -23,6 +23,11 @@ const (
 	ShapeGamma = "gamma"
 )
 
+// MinCV is the smallest coefficient of variation a Dist takes other than
+// 0: below it the gamma's shape 1/cv² leaves the range of a float64, and
+// the variation is none a clock could see.
+const MinCV = 1e-6
+
 // Dist is a distribution of positive values described by its mean and its
 // coefficient of variation (standard deviation over mean). The zero CV is
 // the constant Mean whatever the shape.
@@ -53,8 +58,8 @@ func (d Dist) Validate() error {
 	switch {
 	case !(d.Mean >= 0) || math.IsInf(d.Mean, 0):
 		return fmt.Errorf("%w: mean must be a number >= 0, got %v", ErrModel, d.Mean)
-	case !(d.CV >= 0) || d.CV > 100:
-		return fmt.Errorf("%w: cv must be between 0 and 100, got %v", ErrModel, d.CV)
+	case !(d.CV >= 0) || d.CV > 100 || (d.CV > 0 && d.CV < MinCV):
+		return fmt.Errorf("%w: cv must be 0 (no variation) or from %v to 100, got %v", ErrModel, MinCV, d.CV)
 	case d.Shape == ShapeConstant && d.CV != 0:
 		return fmt.Errorf("%w: a constant distribution has cv 0, got %v", ErrModel, d.CV)
 	}
@@ -169,7 +174,8 @@ func (l *Lengths) Draw(rng *rand.Rand) int {
 
 // Durations draws a time.Duration from a Dist in seconds.
 func drawDuration(d *Dist, rng *rand.Rand) time.Duration {
-	return time.Duration(d.Draw(rng) * float64(time.Second))
+	// cut at MaxDelay: a far tail would leave the range of a Duration
+	return time.Duration(min(d.Draw(rng), maxDelaySeconds) * float64(time.Second))
 }
 
 // splitmix64 scrambles a turn index into a well-spread stream seed.

@@ -252,7 +252,7 @@ func (s *Stream) plainTurn(at time.Duration, tx *text, content int) *pipeline.Tu
 		if k > 0 {
 			var d time.Duration
 			if lognormal {
-				d = time.Duration(math.Exp(mu+sigma*rng.NormFloat64()) * float64(time.Second))
+				d = time.Duration(min(math.Exp(mu+sigma*rng.NormFloat64()), maxDelaySeconds) * float64(time.Second))
 			} else {
 				d = pacer.Step(rng, k, k)
 			}

@@ -33,6 +33,24 @@ type Pacer interface {
 	Step(rng *rand.Rand, step, generated int) time.Duration
 }
 
+// MaxDelay bounds every step a timing takes: a TTFT, a TPOT, a stall, one
+// drawn inter-token latency. Nothing a voice turn waits for takes an hour,
+// and a turn of MaxTurnTokens such steps still counts its time in an
+// int64 of nanoseconds; a value past it is a typo, refused by Validate
+// (a draw from a long-tailed distribution is cut at it).
+const MaxDelay = time.Hour
+
+// maxDelaySeconds is MaxDelay in seconds, where draws are cut.
+const maxDelaySeconds = float64(MaxDelay / time.Second)
+
+// checkDelay reports a step that is negative or longer than MaxDelay.
+func checkDelay(name string, d time.Duration) error {
+	if d < 0 || d > MaxDelay {
+		return fmt.Errorf("%w: %s must be from 0 to %v, got %v", ErrModel, name, MaxDelay, d)
+	}
+	return nil
+}
+
 // Constant paces tokens evenly: the first at TTFT, every next one TPOT
 // later, plus the Stalls.
 type Constant struct {
@@ -47,15 +65,15 @@ var _ Timing = Constant{}
 
 // Validate reports the first parameter out of range.
 func (c Constant) Validate() error {
-	switch {
-	case c.TTFT < 0:
-		return fmt.Errorf("%w: ttft must not be negative, got %v", ErrModel, c.TTFT)
-	case c.TPOT < 0:
-		return fmt.Errorf("%w: tpot must not be negative, got %v", ErrModel, c.TPOT)
+	if err := checkDelay("ttft", c.TTFT); err != nil {
+		return err
+	}
+	if err := checkDelay("tpot", c.TPOT); err != nil {
+		return err
 	}
 	for i, s := range c.Stalls {
-		if s.Token < 0 || s.Token > MaxTurnTokens || s.Delay < 0 {
-			return fmt.Errorf("%w: stall %d: want token in 0..%d and delay >= 0, got token %d delay %v", ErrModel, i, MaxTurnTokens, s.Token, s.Delay)
+		if s.Token < 0 || s.Token > MaxTurnTokens || s.Delay < 0 || s.Delay > MaxDelay {
+			return fmt.Errorf("%w: stall %d: want token in 0..%d and delay from 0 to %v, got token %d delay %v", ErrModel, i, MaxTurnTokens, MaxDelay, s.Token, s.Delay)
 		}
 	}
 	return nil
@@ -119,8 +137,11 @@ var _ Timing = Sampled{}
 
 // Validate reports the first parameter out of range.
 func (s Sampled) Validate() error {
-	if s.TTFT < 0 {
-		return fmt.Errorf("%w: ttft must not be negative, got %v", ErrModel, s.TTFT)
+	if err := checkDelay("ttft", s.TTFT); err != nil {
+		return err
+	}
+	if s.ITL.Mean > MaxDelay.Seconds() {
+		return fmt.Errorf("%w: the mean inter-token latency must be at most %v, got %v s", ErrModel, MaxDelay, s.ITL.Mean)
 	}
 	return s.ITL.Validate()
 }

@@ -39,6 +39,7 @@ synth:
 		"wrong format":  strings.Replace(good, "underrun-voice", "other", 1),
 		"wrong version": strings.Replace(good, "version: 1", "version: 9", 1),
 		"bad voice":     strings.Replace(good, "wpm: 180", "wpm: -1", 1),
+		"wpm 1e-10":     strings.Replace(good, "wpm: 180", "wpm: 1e-10", 1),
 		"bad synth":     strings.Replace(good, "rtf: 0.01", "rtf: -2", 1),
 		"not yaml":      "{{{",
 		"bad duration":  strings.Replace(good, "200ms", "soon", 1),
@@ -107,6 +108,9 @@ func TestReadProfileHostile(t *testing.T) {
 func FuzzReadProfile(f *testing.F) {
 	f.Add("format: underrun-voice\nversion: 1\nvoice:\n  wpm: 150\n  word_onset: 0.3\n  comma_pause: 1s\n  sentence_pause: 2s\n")
 	f.Add("voice: [1, 2]\n")
+	// issue 45: a rate that looped the engine, a token of 292 years
+	f.Add("format: underrun-voice\nversion: 1\nvoice:\n  wpm: 1e-10\n")
+	f.Add("format: underrun-voice\nversion: 1\nvoice:\n  wpm: 150\n  token_audio: 2562047h\n")
 	f.Add("")
 	files, _ := filepath.Glob(filepath.Join(hostileDir, "*.yaml"))
 	for _, file := range files {

@@ -3,7 +3,6 @@ package tts
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -26,6 +25,21 @@ const (
 	TokensPerWord = 1.33
 	// averageWordLetters is the mean length of an English word in letters.
 	averageWordLetters = 4.7
+)
+
+// The range of a voice's parameters. Outside it no one speaks: a rate of
+// a few words a year or a pause of a century is a typo, and the engine,
+// which counts audio in nanoseconds and plays it frame by frame, would
+// overflow or run for ever on it. A voice file or flag past them is
+// refused, naming the field.
+const (
+	// MinWPM and MaxWPM bound the articulation rate, far below and above
+	// any voice (people speak 100-250 words a minute, sped-up TTS 500).
+	MinWPM, MaxWPM = 10.0, 2000.0
+	// MaxPause bounds the pause after a comma or a sentence.
+	MaxPause = time.Minute
+	// MaxTokenAudio bounds how long one token without text is spoken.
+	MaxTokenAudio = 10 * time.Second
 )
 
 // ErrVoice reports a voice whose parameters cannot describe speech.
@@ -69,16 +83,16 @@ func DefaultVoice() Voice {
 // Validate reports the first parameter that is out of range.
 func (v Voice) Validate() error {
 	switch {
-	case !(v.WPM > 0) || math.IsInf(v.WPM, 0):
-		return fmt.Errorf("%w: wpm must be a positive number, got %v", ErrVoice, v.WPM)
+	case !(v.WPM >= MinWPM && v.WPM <= MaxWPM):
+		return fmt.Errorf("%w: wpm must be a speaking rate from %v to %v words per minute, got %v", ErrVoice, MinWPM, MaxWPM, v.WPM)
 	case !(v.WordOnset >= 0 && v.WordOnset <= 1):
 		return fmt.Errorf("%w: word_onset must be between 0 and 1, got %v", ErrVoice, v.WordOnset)
-	case v.CommaPause < 0:
-		return fmt.Errorf("%w: comma pause must not be negative, got %v", ErrVoice, v.CommaPause)
-	case v.SentencePause < 0:
-		return fmt.Errorf("%w: sentence pause must not be negative, got %v", ErrVoice, v.SentencePause)
-	case v.TokenAudio < 0:
-		return fmt.Errorf("%w: token audio must not be negative, got %v", ErrVoice, v.TokenAudio)
+	case v.CommaPause < 0 || v.CommaPause > MaxPause:
+		return fmt.Errorf("%w: comma pause must be from 0 to %v, got %v", ErrVoice, MaxPause, v.CommaPause)
+	case v.SentencePause < 0 || v.SentencePause > MaxPause:
+		return fmt.Errorf("%w: sentence pause must be from 0 to %v, got %v", ErrVoice, MaxPause, v.SentencePause)
+	case v.TokenAudio < 0 || v.TokenAudio > MaxTokenAudio:
+		return fmt.Errorf("%w: token audio must be from 0 to %v, got %v", ErrVoice, MaxTokenAudio, v.TokenAudio)
 	}
 	return nil
 }

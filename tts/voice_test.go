@@ -81,7 +81,10 @@ func TestVoiceValidate(t *testing.T) {
 	if err := DefaultVoice().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	bad := []Voice{{WPM: 0}, {WPM: 100, WordOnset: 2}, {WPM: 100, CommaPause: -1}}
+	bad := []Voice{{WPM: 0}, {WPM: 100, WordOnset: 2}, {WPM: 100, CommaPause: -1},
+		// issue 45: rates and times that looped the engine frame by frame
+		{WPM: 1e-8}, {WPM: 1e-10}, {WPM: MaxWPM * 2}, {WPM: 100, TokenAudio: 2562047 * time.Hour},
+		{WPM: 100, SentencePause: 2562047 * time.Hour}, {WPM: 100, CommaPause: MaxPause + 1}}
 	for _, v := range bad {
 		if v.Validate() == nil {
 			t.Errorf("%+v validated", v)

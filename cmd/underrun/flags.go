@@ -131,8 +131,10 @@ func (f *engineFlags) config() (pipeline.Config, error) {
 		cfg.Synth.Continuation = min(cfg.Synth.Continuation, cfg.Synth.TTFA)
 	}
 	switch {
-	case f.tokenAudio < 0:
-		return cfg, usagef("--token-audio must not be negative, got %v", f.tokenAudio)
+	case !(f.wpm >= tts.MinWPM && f.wpm <= tts.MaxWPM):
+		return cfg, usagef("--wpm: want a speaking rate from %v to %v words per minute, got %v", tts.MinWPM, tts.MaxWPM, f.wpm)
+	case f.tokenAudio < 0 || f.tokenAudio > tts.MaxTokenAudio:
+		return cfg, usagef("--token-audio: want how long one token is spoken, from 0 to %v, got %v", tts.MaxTokenAudio, f.tokenAudio)
 	case f.ttsLatency < 0:
 		return cfg, usagef("--tts-latency must not be negative, got %v", f.ttsLatency)
 	case f.continuation < 0:

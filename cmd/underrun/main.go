@@ -36,10 +36,46 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// exitInterrupted is the exit status of a run ended by a second signal:
+// 128 plus SIGINT's number, as a shell reports Ctrl-C.
+const exitInterrupted = 130
+
+// interruptible returns a context that SIGINT or SIGTERM cancels: every
+// command stops at the next turn, request or record, writes what it has
+// and reports. A second signal while it does so ends the process at once
+// (exit, with exitInterrupted), whatever it was doing: a shutdown that
+// waits for clients, a file that will not take a write. stop releases the
+// signals.
+func interruptible(stderr io.Writer, exit func(int)) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		cancel()
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(stderr, "underrun: %v again: stopped at once\n", s)
+			exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 // run executes the command line and returns the exit code.

@@ -189,7 +189,11 @@ func (d *AIPerfReader) metadata(k string) error {
 			r.session = v
 		}
 	case "request_start_ns", "timestamp_ns":
-		r.start, _, err = s.integer()
+		if r.start, _, err = s.integer(); err == nil && r.start != 0 {
+			if cerr := checkStart(r.start); cerr != nil {
+				err = s.errorf("%s: %v", k, cerr)
+			}
+		}
 	case "benchmark_phase", "credit_phase":
 		var v string
 		v, err = s.str()

@@ -367,6 +367,9 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		if rec.Stream == "" {
 			return nil, d.errorf(`request record without "stream" id`)
 		}
+		if err := checkStart(rec.StartUnixNs); err != nil {
+			return nil, d.errorf("stream %q: start_unix_ns: %v", rec.Stream, err)
+		}
 		var start time.Time
 		if rec.StartUnixNs != 0 {
 			start = time.Unix(0, rec.StartUnixNs)

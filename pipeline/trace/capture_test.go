@@ -167,6 +167,8 @@ func FuzzCaptureReader(f *testing.F) {
 {"type":"close","stream":"a","t_ns":10}
 `))
 	f.Add([]byte(`{"type":"request","stream":"a"}` + "\n" + `{"type":"response","stream":"a","t_ns":0,"status":500}` + "\n"))
+	// issue 45: a start near the int64 limits
+	f.Add([]byte(`{"type":"request","stream":"a","start_unix_ns":9223372036854775000}` + "\n"))
 	// a tool-calling exchange: the second stream resumes the first's turn
 	f.Add([]byte(`{"type":"request","stream":"a","start_unix_ns":1}
 {"type":"response","stream":"a","t_ns":5,"status":200}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -50,6 +51,7 @@ func FormatNames() string {
 // Detect returns the name of the format the start of an input looks
 // like, as Open tells it from the first SniffLen bytes, or "".
 func Detect(head []byte) string {
+	head = bytes.TrimPrefix(head, byteOrderMark)
 	for _, f := range Formats {
 		if f.Sniff(head) {
 			return f.Name
@@ -57,6 +59,10 @@ func Detect(head []byte) string {
 	}
 	return ""
 }
+
+// byteOrderMark is UTF-8's byte-order mark, which a reader skips at the
+// start of an input.
+var byteOrderMark = []byte{0xEF, 0xBB, 0xBF}
 
 // SniffLen is how much of an input Open looks at to tell its format.
 const SniffLen = sniffLen
@@ -68,11 +74,21 @@ const sniffLen = 64 << 10
 // "auto" to tell the format from the content.
 func Open(r io.Reader, name, format string) (Decoder, error) {
 	br := bufio.NewReaderSize(r, sniffLen)
+	// a UTF-8 byte-order mark (Windows editors write one) is no part of
+	// the trace
+	skip := int64(0)
+	if b, _ := br.Peek(len(byteOrderMark)); bytes.Equal(b, byteOrderMark) {
+		skip = int64(len(byteOrderMark))
+		_, _ = br.Discard(len(byteOrderMark)) // peeked: there to discard
+	}
 	// A reader of a file that can also be read at any offset keeps that
 	// ability, so a format whose records are spread over one big object
 	// (vLLM) can read it in several places at once.
 	var src io.Reader = br
 	if ra, ok := r.(io.ReaderAt); ok {
+		if skip > 0 {
+			ra = io.NewSectionReader(ra, skip, math.MaxInt64-skip)
+		}
 		src = peekedReaderAt{br, ra}
 	}
 	if format != "" && format != "auto" {

@@ -220,6 +220,9 @@ func (d *GenAIPerfReader) request() (*pipeline.Turn, error) {
 	if !hasStart || start < 0 {
 		return nil, bad(`no "timestamp" (or a negative one); want the request's send time in nanoseconds`)
 	}
+	if err := checkStart(start); err != nil {
+		return nil, bad("timestamp: %v", err)
+	}
 	if len(d.responses) > 0 && len(d.responses) != len(d.stamps) {
 		return nil, bad(`"response_timestamps" has %d entries but "response_outputs" has %d; want one per response`, len(d.stamps), len(d.responses))
 	}

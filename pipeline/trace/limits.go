@@ -24,7 +24,21 @@ const (
 	// generated text, an error, a recorded response), so that reading a
 	// request holds a few times this much at most.
 	MaxTextBytes = 16 << 20
+	// MaxStartUnixNs bounds a request's start time, in nanoseconds since
+	// 1970 (2^62: in 2116). Starts from 0 to it lie less than 2^62 ns
+	// apart, so a replay that lays turns out by their starts counts in a
+	// Duration without overflow.
+	MaxStartUnixNs = 1 << 62
 )
+
+// checkStart reports a start time, in nanoseconds since 1970, out of
+// 0..MaxStartUnixNs.
+func checkStart(ns int64) error {
+	if ns < 0 || ns > MaxStartUnixNs {
+		return fmt.Errorf("start time %d ns since 1970; want from 0 to %d (the year 2116)", ns, int64(MaxStartUnixNs))
+	}
+	return nil
+}
 
 // maxSeconds is MaxTime in seconds.
 const maxSeconds = 365 * 24 * 3600

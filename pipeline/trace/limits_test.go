@@ -139,3 +139,44 @@ func TestVLLMSniffPastTheHead(t *testing.T) {
 		t.Errorf("from a pipe: %v", err)
 	}
 }
+
+// TestStartTimeLimits: start times near the int64 limits (issue 45) made
+// replay lay turns out 292 years apart and fail with "unknown turn", with
+// neither file nor line; every reader refuses them where it reads them.
+func TestStartTimeLimits(t *testing.T) {
+	t.Parallel()
+	aiperf := fixture(t, "testdata/aiperf/basic/profile_export.jsonl")
+	genai := fixture(t, "testdata/genaiperf/basic/profile_export.json")
+	chunk := `{"type":"chunk","turn":"a","t_ns":1000,"text":"Hi"}` + "\n"
+	for _, tc := range []struct {
+		name, format, input string
+		want                []string
+	}{
+		{"native far past", "native", `{"type":"turn","turn":"a","start_unix_ns":-9223372036854775000}` + "\n" + chunk,
+			[]string{"in:1", `turn "a"`, "start_unix_ns", "-9223372036854775000", "want from 0 to 4611686018427387904"}},
+		{"native far future", "native", `{"type":"turn","turn":"a","start_unix_ns":9223372036854775000}` + "\n" + chunk,
+			[]string{"in:1", "start_unix_ns"}},
+		{"native just past 2116", "native", `{"type":"turn","turn":"a","start_unix_ns":4611686018427387905}` + "\n" + chunk,
+			[]string{"in:1", "start_unix_ns"}},
+		{"capture", "sse", `{"type":"sse_header","format":"underrun-sse","version":1}` + "\n" +
+			`{"type":"request","stream":"s","start_unix_ns":-9223372036854775000}` + "\n",
+			[]string{"in:2", `stream "s"`, "start_unix_ns"}},
+		{"aiperf", "aiperf", strings.Replace(aiperf, `"request_start_ns": `, `"request_start_ns": 9000000000000000000, "x": `, 1),
+			[]string{"request_start_ns", "want from 0"}},
+		{"genai-perf", "genai-perf", strings.Replace(genai, `"timestamp": `, `"timestamp": 9000000000000000000, "x": `, 1),
+			[]string{"experiments[0].requests[0]", "timestamp", "want from 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := drain([]byte(tc.input), tc.format)
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v; want an ErrFormat naming %q", err, tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -357,6 +357,9 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if d.turns.known(rec.turn) {
 			return nil, d.errorf("turn %q begins a second time", rec.turn)
 		}
+		if err := checkStart(rec.startUnixNs); err != nil {
+			return nil, d.errorf("turn %q: start_unix_ns: %v", rec.turn, err)
+		}
 		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
 		if rec.startUnixNs != 0 {
 			t.Start = time.Unix(0, rec.startUnixNs)

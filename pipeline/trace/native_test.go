@@ -228,6 +228,9 @@ func FuzzNativeReader(f *testing.F) {
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":1,"tokens":2000000000}` + "\n"))
 	f.Add([]byte(`{"type":"chunk","turn":"a","t_ns":9223372036854775807}` + "\n"))
 	f.Add([]byte("garbage"))
+	// issue 45: a byte-order mark, start times near the int64 limits
+	f.Add([]byte("\xef\xbb\xbf" + `{"type":"chunk","turn":"a","t_ns":1}` + "\n"))
+	f.Add([]byte(`{"type":"turn","turn":"a","start_unix_ns":-9223372036854775000}` + "\n" + `{"type":"turn","turn":"b","start_unix_ns":4611686018427387905}` + "\n"))
 	// fields the format does not define: read past, warned of once
 	f.Add([]byte(`{"type":"turn","turn":"a","start_ms":1}` + "\n" + `{"type":"chunk","turn":"a","t_ns":1,"confidence":0.5,"start_ms":2}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
