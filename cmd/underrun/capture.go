@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -76,7 +77,6 @@ type captureCommand struct {
 	sseFile     string
 	seed        uint64
 	progress    string
-	force       bool
 }
 
 func newCaptureCommand(e *env) *cobra.Command {
@@ -94,7 +94,6 @@ func newCaptureCommand(e *env) *cobra.Command {
 	fs.StringVar(&c.sseFile, "sse", "", "also write the raw SSE capture (every read, with its arrival time) to `FILE`")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Poisson arrivals")
 	fs.StringVar(&c.progress, "progress", "auto", "progress bar on stderr: auto (when a terminal), always or never")
-	bindForce(fs, &c.force)
 	c.engine.bind(fs)
 	// what the listener hears is analyze's, from the trace -o records
 	c.out.bindWithout(fs, wavFlagNames...)
@@ -158,7 +157,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if c.clock == "read" {
 		source = "capture; clock: read time"
 	}
-	rec, err := createRecordings(c.traceFile, c.sseFile, source, c.force)
+	rec, err := createRecordings(c.env.stderr, c.traceFile, c.sseFile, source, c.out.force)
 	if err != nil {
 		s.abort()
 		return err
@@ -206,7 +205,9 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 		st, err := client.Stream(ctx, "r"+strconv.Itoa(i+1), c.session, req)
 		mu.Lock()
 		defer mu.Unlock()
-		if err != nil && failure == nil {
+		// a recording that fails says so at once, and closing it fails
+		// the run after the report; what was captured is still reported
+		if err != nil && failure == nil && errors.Is(err, openai.ErrRequest) {
 			failure = err
 		}
 		if st == nil {
@@ -255,9 +256,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	for _, t := range held {
 		analyze(t)
 	}
-	if err := rec.close(); err != nil && failure == nil {
-		failure = err
-	}
+	recErr := rec.close()
 	if failure == nil {
 		failure = dead
 	}
@@ -275,10 +274,10 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if firstErr != "" {
 		fmt.Fprintf(c.env.stderr, "capture: first failure: %s\n", firstErr)
 	}
-	if c.traceFile != "" {
+	if c.traceFile != "" && recErr == nil {
 		fmt.Fprintf(c.env.stderr, "capture: trace written to %s\n", c.traceFile)
 	}
-	err = s.finish()
+	err = finishRecorded(s, recErr)
 	if err == nil && tally[pipeline.StatusError] > 0 {
 		return errFail
 	}

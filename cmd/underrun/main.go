@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Exit codes: CI pipelines gate on them.
@@ -41,6 +43,10 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// A recording or event log that fails says so itself, once (see
+// watchedWriter): zerolog must not print its own line for every event.
+func init() { zerolog.ErrorHandler = func(error) {} }
 
 // exitInterrupted is the exit status of a run ended by a second signal:
 // 128 plus SIGINT's number, as a shell reports Ctrl-C.

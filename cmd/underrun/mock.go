@@ -146,7 +146,7 @@ func (c *mockCommand) loadTurns(ctx context.Context) ([]*pipeline.Turn, string, 
 	return []*pipeline.Turn{scenarios.DefaultTurn()}, "the built-in default turn", nil
 }
 
-func (c *mockCommand) run(ctx context.Context) error {
+func (c *mockCommand) run(ctx context.Context) (err error) {
 	switch {
 	case c.turns < 0:
 		return usagef("--turns must not be negative, got %d", c.turns)
@@ -174,11 +174,11 @@ func (c *mockCommand) run(ctx context.Context) error {
 	case "-":
 		log = zerolog.New(c.env.stderr).With().Timestamp().Logger()
 	default:
-		f, err := openRecording("--events", c.events, c.force)
-		if err != nil {
-			return err
+		f, ferr := openRecording(c.env.stderr, "--events", c.events, c.force)
+		if ferr != nil {
+			return ferr
 		}
-		defer f.Close()
+		defer func() { err = errors.Join(err, f.Close()) }() // a failed write fails the run
 		log = zerolog.New(f).With().Timestamp().Logger()
 	}
 	ln, err := net.Listen("tcp", c.listen)

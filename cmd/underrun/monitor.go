@@ -163,7 +163,7 @@ func listenMonitor(addr string) (net.Listener, error) {
 	return monitor.Listen(addr)
 }
 
-func (c *monitorCommand) run(ctx context.Context) error {
+func (c *monitorCommand) run(ctx context.Context) (err error) {
 	cfg, err := c.engine.config()
 	if err != nil {
 		return err
@@ -199,7 +199,10 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	var closers []io.Closer
 	defer func() {
 		for _, f := range closers {
-			f.Close()
+			// a failed write of the event log fails the run
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
 		}
 	}()
 	// the event log is written by its own goroutine: a slow terminal or
@@ -210,7 +213,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	case "-":
 		logOut = c.env.stderr
 	default:
-		f, err := openRecording("--events", c.events, c.force)
+		f, err := openRecording(c.env.stderr, "--events", c.events, c.force)
 		if err != nil {
 			return err
 		}
@@ -227,9 +230,9 @@ func (c *monitorCommand) run(ctx context.Context) error {
 			}
 		}()
 	}
-	var rec *os.File
+	var rec *recording
 	if c.record != "" {
-		if rec, err = openRecording("--record", c.record, c.force); err != nil {
+		if rec, err = openRecording(c.env.stderr, "--record", c.record, c.force); err != nil {
 			return err
 		}
 		opts.Record = rec
@@ -267,7 +270,7 @@ func (c *monitorCommand) run(ctx context.Context) error {
 	err = srv.Serve(ctx, monitor.Merge(lns...), c.grace)
 	if rec != nil {
 		if cerr := rec.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("--record: %w", cerr)
+			err = cerr
 		}
 	}
 	if err != nil {

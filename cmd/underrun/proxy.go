@@ -64,7 +64,6 @@ type proxyCommand struct {
 	warn      time.Duration
 	toolWait  time.Duration
 	session   string
-	force     bool
 	// allowHosts are the Host names served besides loopback ones
 	allowHosts []string
 }
@@ -83,12 +82,11 @@ func newProxyCommand(e *env) *cobra.Command {
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "log a stall_warning when the stall tolerance falls below this (0: off)")
 	fs.StringVar(&c.session, "session-header", openai.DefaultSessionHeader, "request `HEADER` that names a turn's session")
 	fs.DurationVar(&c.toolWait, "tool-wait", openai.DefaultToolWait, "how long a stream that ended in tool calls waits for the request with their results")
-	bindForce(fs, &c.force)
 	bindAllowHost(fs, &c.allowHosts, "")
 	c.engine.bind(fs)
 	c.out.bindWithout(fs, wavFlagNames...)
 	showFlags(cmd, "url", "listen", "output", "sse", "events", "warn-tolerance", "stack", "chunking", "tts-latency", "report")
-	c.out.live, c.out.replace = true, &c.force // its event log is written as it goes
+	c.out.live = true // its event log is written as it goes
 	fs.Lookup("events").DefValue = "-"
 	fs.Set("events", "-")
 	return cmd
@@ -124,7 +122,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 		s.abort()
 		return usageError{err}
 	}
-	rec, err := createRecordings(c.traceFile, c.sseFile, "proxy", c.force)
+	rec, err := createRecordings(c.env.stderr, c.traceFile, c.sseFile, "proxy", c.out.force)
 	if err != nil {
 		s.abort()
 		return err
@@ -165,9 +163,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 		}
 		return addErr
 	}
-	if err := rec.close(); err != nil {
-		s.abort()
-		return err
-	}
-	return s.finish()
+	// a recording that failed said so at once; the streams went on, the
+	// report is printed, and the run fails after it
+	return finishRecorded(s, rec.close())
 }

@@ -57,10 +57,11 @@ type reportFlags struct {
 	sinks   []func(e *env, cfg pipeline.Config) (turnSink, error)
 	hooks   []func(e *env, cfg *pipeline.Config) error
 	// live marks a command that runs until stopped (proxy): its event log
-	// is a recording, written in place as it goes (see outputs.go), and
-	// replace is its --force.
-	live    bool
-	replace *bool
+	// is a recording, written in place as it goes (see outputs.go).
+	live bool
+	// force is --force: an existing non-empty event log (and the
+	// command's other recordings) may be replaced.
+	force bool
 	// goodput are the --goodput SLO pairs, slos what they say.
 	goodput    []string
 	goodputMin float64
@@ -71,6 +72,7 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.output, "report", "text", "the report's `FORMAT`: text or json")
 	fs.BoolVar(&f.perTurn, "per-turn", false, "add a line per turn to the report")
 	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (speech chunks, underruns, turns) to `FILE` (- for stderr)")
+	bindForce(fs, &f.force)
 	fs.BoolVar(&f.chunks, "chunks", false, "list every speech chunk handed to the synthesizer, with what released it and its times")
 	fs.DurationVar(&f.tpotSLO, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within to pass")
 	fs.BoolVar(&f.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
@@ -138,7 +140,9 @@ type session struct {
 	log     zerolog.Logger
 	sinks   []turnSink
 	events  *outfile.File // --events FILE of a finished run, put in place by finish
-	closers []func() error
+	// eventsWatch writes to events, and says its first failed write
+	eventsWatch *watchedWriter
+	closers     []func() error
 	// writeReport, when set, renders the report instead of the text or
 	// JSON report alone (speak adds its comparison).
 	writeReport func(w io.Writer, r *pipeline.Report, json bool) error
@@ -198,7 +202,7 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 		e.noProgress = true // a bar would break the event lines
 	default:
 		if f.live {
-			file, err := openRecording("--events", f.events, *f.replace)
+			file, err := openRecording(e.stderr, "--events", f.events, f.force)
 			if err != nil {
 				return nil, err
 			}
@@ -206,12 +210,16 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 			s.closers = append(s.closers, file.Close)
 			break
 		}
+		if err := refuseExisting("--events", f.events, f.force); err != nil {
+			return nil, err
+		}
 		file, err := createOutput("--events", f.events)
 		if err != nil {
 			return nil, err
 		}
 		s.events = file
-		s.log = zerolog.New(file)
+		s.eventsWatch = &watchedWriter{w: file, flag: "--events", name: f.events, stderr: e.stderr}
+		s.log = zerolog.New(s.eventsWatch)
 	}
 	for _, mk := range f.sinks {
 		sink, err := mk(e, cfg)
@@ -287,18 +295,20 @@ func (s *session) finish() error {
 		}
 	}
 	s.sinks = nil
+	// a file that could not be written fails the run, after the report:
+	// what was analysed is still worth reading
 	var errs []error
 	if s.events != nil {
-		if err := s.events.Commit(); err != nil {
+		if err := s.eventsWatch.Err(); err != nil {
+			s.events.Abort()
+			errs = append(errs, err)
+		} else if err := s.events.Commit(); err != nil {
 			errs = append(errs, fmt.Errorf("--events: %w", err))
 		}
 		s.events = nil
 	}
 	for _, c := range s.closers {
 		errs = append(errs, c())
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
 	}
 	s.report.Close()
 	var err error
@@ -310,7 +320,7 @@ func (s *session) finish() error {
 	default:
 		err = writeTextReport(s.env.stdout, s.report, s.flags.list)
 	}
-	if err != nil {
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return err
 	}
 	if r := s.report.Verdict.Result; r != "pass" && r != pipeline.VerdictNone {

@@ -89,7 +89,7 @@ type speakCommand struct {
 
 	// player and outputs
 	wavOut, record string
-	play, force    bool
+	play           bool
 	playBuffer     time.Duration
 	tolerance      time.Duration
 	check          bool
@@ -119,7 +119,6 @@ func newSpeakCommand(e *env) *cobra.Command {
 	fs.BoolVar(&c.play, "play", false, "play through the sound card (builds with -tags speaker) instead of the clock-paced sink")
 	fs.DurationVar(&c.playBuffer, "play-buffer", speakerBuffer, "with --play: the sound card's buffer (short: a gap ends where it falls; long: a busy machine does not run it dry)")
 	fs.StringVar(&c.record, "record", "", "record the tokens, the synthesizer's measured timings and what was heard to `FILE` (a native trace)")
-	bindForce(fs, &c.force)
 	fs.DurationVar(&c.tolerance, "match-within", speak.DefaultTolerance, "a heard gap and a predicted one are the same when their starts and lengths differ by at most this")
 	fs.BoolVar(&c.check, "check", false, "exit 1 when what was heard differs from what the engine predicts")
 	fs.DurationVar(&c.warn, "warn-tolerance", 0, "print a stall warning when the model's stall tolerance falls to this (0: none)")

@@ -36,9 +36,9 @@ type speakRun struct {
 	player  *player.Player
 	sess    *speak.Session
 	wav     *player.WAV
-	wavFile *os.File
+	wavFile *recording
 	rec     *speak.Recorder
-	recFile *os.File
+	recFile *recording
 	stop    func() // ends the drain
 	drained chan struct{}
 
@@ -59,13 +59,13 @@ func (r *speakRun) open() (err error) {
 		}
 	}()
 	if c.record != "" {
-		if r.recFile, err = openRecording("--record", c.record, c.force); err != nil {
+		if r.recFile, err = openRecording(c.env.stderr, "--record", c.record, c.out.force); err != nil {
 			return err
 		}
 		r.rec = speak.NewRecorder(r.recFile, "speak; "+r.synth.Name()+"; clock: the player's monotonic clock, chunks from a server by their receive stamps")
 	}
 	if c.wavOut != "" {
-		if r.wavFile, err = openRecording("--wav", c.wavOut, c.force); err != nil {
+		if r.wavFile, err = openRecording(c.env.stderr, "--wav", c.wavOut, c.out.force); err != nil {
 			return err
 		}
 		r.wav = player.NewWAV(r.wavFile, r.rate)

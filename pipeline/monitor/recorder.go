@@ -94,7 +94,8 @@ func (r *recorder) run() {
 			// the recording is broken from here on: said once, not on
 			// every write
 			r.err = fmt.Errorf("recording: %w", err)
-			r.log.Error().Err(err).Msg("recording")
+			r.log.Error().Str("event", "record_error").Err(err).
+				Msg("record_error: the monitor goes on, nothing more is recorded")
 		}
 		r.room.Broadcast()
 		r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,50 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met before the test's deadline")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRecordingFailsAtOnce: a recording whose destination fails after N
+// bytes (a disk that fills) says so on the event log the moment it fails,
+// once, while the monitor goes on taking its sessions' messages; Shutdown
+// returns the error, so the command exits non-zero (issue 45).
+func TestRecordingFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	dst := &testkit.FailWriter{N: 400}
+	var log testkit.Buffer
+	s, ts := startServer(t, Options{Record: dst, Logger: zerolog.New(&log), FlushInterval: time.Millisecond})
+	c := ingest(t, ts, "kitchen")
+	sent := 0
+	send := func(msg string) { sendT(t, c, msg); sent++ }
+	for turn := 0; !strings.Contains(log.String(), `"event":"record_error"`); turn++ {
+		if turn == 1000 {
+			t.Fatalf("no record_error after %d bytes were kept: %s", len(dst.Bytes()), log.String())
+		}
+		id := `"t` + strconv.Itoa(turn) + `"`
+		send(`{"type":"turn_start","turn":` + id + `}`)
+		send(`{"type":"chunk","turn":` + id + `,"text":"Hello there"}`)
+		send(`{"type":"turn_end","turn":` + id + `}`)
+		waitFor(t, func() bool { return s.Stats().Received == int64(sent) })
+	}
+	// the monitor goes on
+	send(`{"type":"turn_start","turn":"after"}`)
+	send(`{"type":"chunk","turn":"after","text":"still here"}`)
+	send(`{"type":"turn_end","turn":"after"}`)
+	waitFor(t, func() bool { return s.Stats().Received == int64(sent) })
+	if st := s.Stats(); st.Refused != 0 {
+		t.Errorf("%d messages refused after the recording failed", st.Refused)
+	}
+	c.Close()
+	waitFor(t, func() bool { return s.Stats().Sessions == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, testkit.ErrDeviceFull) {
+		t.Errorf("Shutdown: %v, want the recording's error", err)
+	}
+	if n := strings.Count(log.String(), `"event":"record_error"`); n != 1 {
+		t.Errorf("%d record_error events, want 1", n)
+	}
+	if dst.Failed() != 1 {
+		t.Errorf("%d writes reached the full destination, want the one that failed", dst.Failed())
 	}
 }

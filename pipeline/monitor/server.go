@@ -99,7 +99,9 @@ type Options struct {
 	// within FlushInterval (a process killed at any moment loses at most
 	// the records of the last FlushInterval), and Shutdown writes the
 	// rest. Turns are named SESSION/TURN; a name the recording already
-	// holds gets the first free suffix #2, #3, ...
+	// holds gets the first free suffix #2, #3, ... The first write that
+	// fails is logged at once ("record_error"); the monitor goes on with
+	// its sessions, records nothing more, and Shutdown returns the error.
 	Record io.Writer
 	// FlushInterval is the longest an accepted record waits in memory
 	// before it is written: the records of that time go out in one write.

@@ -46,8 +46,9 @@ type Proxy struct {
 	// Trace and Capture, when set, record each stream (as Client does).
 	Trace   TraceWriter
 	Capture *trace.CaptureWriter
-	// Logger receives one "proxy_stream" event per stream and one
-	// "proxy_error" event per failed upstream request.
+	// Logger receives one "proxy_stream" event per stream, one
+	// "proxy_error" event per failed upstream request, and one
+	// "record_error" event the moment a stream first fails to be recorded.
 	Logger zerolog.Logger
 	// SessionHeader names the request header holding the session
 	// (DefaultSessionHeader when empty).
@@ -70,6 +71,7 @@ type Proxy struct {
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
 	seq      atomic.Uint64
+	failed   atomic.Bool // a stream failed to be recorded or guarded
 	mu       sync.Mutex
 	waiting  map[string]*toolTurn // tool call id -> the turn waiting for its result
 }
@@ -155,10 +157,23 @@ func (w *watch) record(err error) {
 	if err == nil {
 		return
 	}
+	w.p.firstFailure(w.id, err)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.errs) < 4 {
 		w.errs = append(w.errs, err)
+	}
+}
+
+// firstFailure logs the proxy's first failure to record or guard a
+// stream at once, as a "record_error" event naming the stream: a recording
+// to a full disk is said the moment it fails, not when the stream ends
+// (each stream's "proxy_stream" event lists its own). The bytes go on
+// being forwarded.
+func (p *Proxy) firstFailure(stream string, err error) {
+	if p.failed.CompareAndSwap(false, true) {
+		p.Logger.Error().Str("event", "record_error").Str("turn", stream).Str("error", err.Error()).
+			Msg("record_error: the streams are still forwarded")
 	}
 }
 
@@ -451,6 +466,7 @@ func (p *Proxy) endTurn(t *pipeline.Turn, guarded bool, errs ...error) {
 		errs = append(errs, p.Trace.EndTurn(t))
 	}
 	if err := errors.Join(errs...); err != nil {
+		p.firstFailure(t.ID, err)
 		p.Logger.Warn().Str("event", "proxy_error").Str("turn", t.ID).Str("error", err.Error()).Msg("proxy_error")
 	}
 	if p.OnTurn != nil {

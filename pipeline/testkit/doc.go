@@ -1,5 +1,6 @@
 // Package testkit holds what the tests of several packages share: a
-// buffer a test reads while a server or command writes to it, the
+// buffer a test reads while a server or command writes to it, a writer
+// that fails after N bytes as a full disk does, the
 // kernel's receive stamps kept on for a test, the check that a server
 // closes idle keep-alive connections, the events of a vLLM chat stream,
 // a reader read to its end, an engine configuration of a policy and a

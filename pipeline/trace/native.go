@@ -56,13 +56,16 @@ type Record struct {
 }
 
 // Writer writes a native trace record by record, flushing each one, so a
-// crash loses at most the record being written. It is not safe for
+// crash loses at most the record being written. After a write fails it
+// writes nothing more and every call returns that error: a trace with a
+// hole in it would read as if nothing were missing. It is not safe for
 // concurrent use.
 type Writer struct {
 	w      io.Writer
 	buf    []byte
 	header bool
 	source string
+	err    error
 }
 
 // NewWriter returns a Writer whose header names source ("capture",
@@ -72,10 +75,17 @@ func NewWriter(w io.Writer, source string) *Writer {
 }
 
 func (w *Writer) flush() error {
-	_, err := w.w.Write(w.buf)
+	if w.err == nil {
+		if _, err := w.w.Write(w.buf); err != nil {
+			w.err = fmt.Errorf("writing the trace: %w", err)
+		}
+	}
 	w.buf = w.buf[:0]
-	return err
+	return w.err
 }
+
+// Err returns the error of the first write that failed, or nil.
+func (w *Writer) Err() error { return w.err }
 
 func (w *Writer) ensureHeader() {
 	if w.header {

@@ -197,14 +197,34 @@ func OpenStream(path string, replace bool) (*os.File, error) {
 	}
 	switch kind(fi) {
 	case kindRegular:
-		if fi.Size() > 0 && !replace {
-			return nil, fmt.Errorf("%s %w (%d bytes)", path, ErrExists, fi.Size())
+		if err := nonEmpty(path, fi); err != nil && !replace {
+			return nil, err
 		}
 		return os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	case kindThrough:
 		return os.OpenFile(path, os.O_WRONLY, 0)
 	}
 	return nil, refuse(path, fi)
+}
+
+// NotEmpty returns an error wrapping ErrExists when path names a regular
+// file (a symbolic link to one counts) that is not empty: a whole output
+// that must not replace a user's file unless asked checks it before it
+// starts. Anything else, a path that names nothing included, is nil.
+func NotEmpty(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return nonEmpty(path, fi)
+}
+
+// nonEmpty is NotEmpty for a file whose info is known.
+func nonEmpty(path string, fi fs.FileInfo) error {
+	if kind(fi) == kindRegular && fi.Size() > 0 {
+		return fmt.Errorf("%s %w (%d bytes)", path, ErrExists, fi.Size())
+	}
+	return nil
 }
 
 // Kinds of what a path names, by what an output may do with it.
