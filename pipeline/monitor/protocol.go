@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts/player"
 )
 
@@ -59,8 +60,9 @@ const (
 var ingestTypes = [...]Type{TypeTurnStart, TypeChunk, TypeTurnEnd, TypeBargeIn, TypeTTS, TypeSpeech, TypeAudio, TypePlayout,
 	TypeToolCall, TypeToolResult}
 
-// MaxName is the longest turn or session name accepted, in bytes.
-const MaxName = 256
+// MaxName is the longest turn or session name accepted, in bytes: the
+// recordings' limit.
+const MaxName = trace.MaxName
 
 // ErrMessage reports an ingest message that cannot be used. Errors
 // wrapping it name the field and what was expected.
@@ -191,9 +193,12 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 			if err != nil {
 				return m, fmt.Errorf("%w: field \"text\": want a string, got %s", ErrMessage, t.Type())
 			}
+			if len(b) > trace.MaxChunkText {
+				return m, fmt.Errorf("%w: field \"text\": want at most %d bytes in one chunk, got %d", ErrMessage, trace.MaxChunkText, len(b))
+			}
 			m.Text, m.HasText = string(b), true
 		}
-		if m.Tokens, err = count(v, "tokens"); err != nil {
+		if m.Tokens, err = tokenCount(v, "tokens"); err != nil {
 			return m, err
 		}
 		if m.Reasoning, err = flag(v, "reasoning"); err != nil {
@@ -232,7 +237,10 @@ func parse(p *fastjson.Parser, data []byte, known string) (Message, error) {
 		if m.Error, err = str(v, "error", false); err != nil {
 			return m, err
 		}
-		if m.OutputTokens, err = count(v, "output_tokens"); err != nil {
+		if len(m.Error) > trace.MaxErrorText {
+			return m, fmt.Errorf("%w: field \"error\": want at most %d bytes, got %d", ErrMessage, trace.MaxErrorText, len(m.Error))
+		}
+		if m.OutputTokens, err = tokenCount(v, "output_tokens"); err != nil {
 			return m, err
 		}
 	case TypeTTS:
@@ -377,6 +385,17 @@ func count(v *fastjson.Value, name string) (int, error) {
 		return 0, fmt.Errorf("%w: field %q: want a non-negative integer, got %s", ErrMessage, name, f)
 	}
 	return n, nil
+}
+
+// tokenCount reads a count of tokens (absent: 0): from 0 to the
+// recordings' limit, trace.MaxTurnTokens, so that what the monitor takes
+// in, its recording holds and every reader reads.
+func tokenCount(v *fastjson.Value, name string) (int, error) {
+	n, err := count(v, name)
+	if err == nil && n > trace.MaxTurnTokens {
+		return 0, fmt.Errorf("%w: field %q: want a count from 0 to %d tokens, got %d", ErrMessage, name, trace.MaxTurnTokens, n)
+	}
+	return n, err
 }
 
 // maxMillis bounds durations in messages (a day).

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 )
 
 func TestParse(t *testing.T) {
@@ -111,6 +112,9 @@ func FuzzParse(f *testing.F) {
 		`{"type":"playout","turn":"t1","start_ms":420,"gaps":[{"start_ms":900,"duration_ms":250}]}`,
 		`{"type":"tool_call","turn":"t1","name":"get_weather","t_ms":812}`,
 		`{"type":"tool_result","turn":"t1"}`,
+		// issue 45: counts past what a recording holds
+		`{"type":"chunk","turn":"t1","tokens":2147483647}`,
+		`{"type":"turn_end","turn":"t1","output_tokens":262145}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -132,6 +136,9 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("playout or audio out of bounds accepted: %+v", m)
 		case m.At < 0 || m.Tokens < 0 || m.Audio < 0:
 			t.Fatalf("negative field accepted: %+v", m)
+		case m.Tokens > trace.MaxTurnTokens || m.OutputTokens > trace.MaxTurnTokens || (m.Type == TypeChunk && len(m.Text) > trace.MaxChunkText) || len(m.Error) > trace.MaxErrorText:
+			t.Fatalf("a count or text past the recordings' limits accepted: tokens %d, output tokens %d, text %d bytes, error %d bytes",
+				m.Tokens, m.OutputTokens, len(m.Text), len(m.Error))
 		case m.Type != TypeTTS && m.Turn == "":
 			t.Fatalf("no turn accepted: %+v", m)
 		case m.Type == TypeTurnEnd && !m.Status.Valid():

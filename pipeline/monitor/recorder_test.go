@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -175,5 +176,53 @@ func TestRecordingFailsAtOnce(t *testing.T) {
 	}
 	if dst.Failed() != 1 {
 		t.Errorf("%d writes reached the full destination, want the one that failed", dst.Failed())
+	}
+}
+
+// TestRecordingHoldsTheLimits: a chunk of 2147483647 tokens (issue 45: it
+// was recorded, and then every reader refused the whole recording while
+// 33 years of speech entered the metrics) is refused with the reason; a
+// turn whose chunks pass the limit together is ended as an error at the
+// chunk that would pass it; the recording reads back, every turn in it.
+func TestRecordingHoldsTheLimits(t *testing.T) {
+	t.Parallel()
+	var rec testkit.Buffer
+	s, ts := startServer(t, Options{Record: &rec, FlushInterval: time.Millisecond})
+	c := ingest(t, ts, "kitchen")
+	refused := func(msg, why string) {
+		t.Helper()
+		sendT(t, c, msg)
+		m := readMsg(t, c)
+		if m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), why) {
+			t.Errorf("%s: answered %v, want an error saying %q", msg, m, why)
+		}
+	}
+	sendT(t, c, `{"type":"turn_start","turn":"a"}`)
+	refused(`{"type":"chunk","turn":"a","text":"Hi","tokens":2147483647}`, `field "tokens": want a count from 0 to 262144 tokens, got 2147483647`)
+	sendT(t, c, `{"type":"chunk","turn":"a","text":"Hi"}`)
+	sendT(t, c, `{"type":"turn_end","turn":"a"}`)
+	sendT(t, c, `{"type":"turn_start","turn":"b"}`)
+	sendT(t, c, `{"type":"chunk","turn":"b","text":"One","tokens":200000}`)
+	refused(`{"type":"chunk","turn":"b","text":" two","tokens":200000}`, `turn "b": chunk 1 takes the turn past 262144 tokens; want at most that in one turn; the turn is ended as an error`)
+	refused(`{"type":"chunk","turn":"b","text":" three"}`, `turn "b" is not streaming`)
+	refused(`{"type":"turn_end","turn":"c","output_tokens":2147483647}`, `field "output_tokens"`)
+	waitFor(t, func() bool { return s.Stats().Received+s.Stats().Refused == 9 })
+	c.Close()
+	waitFor(t, func() bool { return s.Stats().Sessions == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	turns := testkit.All(t, trace.NewNativeReader(strings.NewReader(rec.String()), "rec.jsonl").Next)
+	if len(turns) != 2 {
+		t.Fatalf("%d turns read back, want 2:\n%s", len(turns), rec.String())
+	}
+	a, b := turns[0], turns[1]
+	if a.Status != pipeline.StatusOK || len(a.Chunks) != 1 || a.Chunks[0].TokenCount() != 1 {
+		t.Errorf("turn a: %s, %d chunks", a.Status, len(a.Chunks))
+	}
+	if b.Status != pipeline.StatusError || len(b.Chunks) != 1 || !strings.Contains(b.Error, "refused at the limits") {
+		t.Errorf("turn b: %s %q, %d chunks; want an error at the limit, its first chunk kept", b.Status, b.Error, len(b.Chunks))
 	}
 }

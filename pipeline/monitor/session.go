@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -126,6 +127,8 @@ type turnState struct {
 	barged   bool
 	draining bool
 	outTok   int
+	// budget counts its chunks and tokens against the recordings' limits
+	budget trace.TurnBudget
 	// tool is the tool call running (not yet recorded), toolPause the
 	// tool calls' time since the last chunk (left out of its ITL)
 	tool      *pipeline.ToolCall
@@ -327,6 +330,18 @@ func (sess *session) chunk(m Message, arrived time.Time) error {
 			ErrRejected, m.Turn, n, pipeline.Millis(at), pipeline.Millis(prev))
 	}
 	c := pipeline.Chunk{At: at, Text: m.Text, Tokens: m.Tokens, Textless: !m.HasText, Reasoning: m.Reasoning}
+	sess.mu.Lock()
+	over := ts.budget.Admit(c)
+	sess.mu.Unlock()
+	if over != nil {
+		// the turn ends here, as an error, and its recording with it: what
+		// is recorded stays within what every reader reads
+		reason := fmt.Sprintf("turn %q: %v", m.Turn, over)
+		if err := sess.finish(ts, pipeline.StatusError, "refused at the limits: "+reason, 0); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s; the turn is ended as an error", ErrRejected, reason)
+	}
 	step, err := sess.guard.ChunkStep(m.Turn, c)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)

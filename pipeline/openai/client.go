@@ -384,6 +384,9 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 				}
 				_ = s.Read(buf[:n], at) // a parse error is recorded in the turn
 			}
+			if s.Refused() != nil {
+				break // past the limits: the turn ends as an error, the rest unread
+			}
 			if err != nil {
 				if err != io.EOF {
 					readErr = err

@@ -208,7 +208,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hdr == "" {
 		hdr = DefaultSessionHeader
 	}
-	session := r.Header.Get(hdr)
+	session := trace.CutText(r.Header.Get(hdr), trace.MaxName) // a name, not a payload
 	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
 	wt.s = trace.NewStream(wt.id, session, start)
 	wt.turn = &wt.s.Turn

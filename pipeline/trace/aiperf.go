@@ -104,6 +104,9 @@ func (d *AIPerfReader) Next() (*pipeline.Turn, error) {
 			continue
 		}
 		t, err := d.turn(line)
+		if err == nil {
+			err = limitsError(d.s.name, t)
+		}
 		if err != nil {
 			d.err = err
 			break

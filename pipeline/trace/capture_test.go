@@ -48,7 +48,7 @@ func TestCaptureReader(t *testing.T) {
 		{"negative time", head + req + `{"type":"response","stream":"a","t_ns":-1,"status":200}` + "\n", 0, "", "t_ns -1; want a time from 0", false, ""},
 		{"time past a year", head + req + `{"type":"response","stream":"a","t_ns":9223372036854775807,"status":200}` + "\n", 0, "", "t_ns 9223372036854775807; want a time from 0", false, ""},
 		{"usage past the token limit", head + req + resp + `{"type":"read","stream":"a","t_ns":9,"data":"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}],\"usage\":{\"completion_tokens\":2000000000}}\n\n"}` + "\n" +
-			`{"type":"close","stream":"a","t_ns":10}` + "\n", 0, "", `capture:5: stream "a": 2000000000 output tokens; want at most`, false, ""},
+			`{"type":"close","stream":"a","t_ns":10}` + "\n", 1, pipeline.StatusError, "", false, ""}, // refused at the limits as it streamed
 		{"no time", head + req + `{"type":"response","stream":"a","status":200}` + "\n", 0, "", `no "t_ns"`, false, ""},
 		{"bad status", head + req + `{"type":"response","stream":"a","t_ns":1,"status":7}` + "\n", 0, "", "HTTP status", false, ""},
 		{"bad base64", head + req + resp + `{"type":"read","stream":"a","t_ns":9,"data_b64":"!!"}` + "\n", 0, "", "data_b64", false, ""},

@@ -71,7 +71,10 @@ const SniffLen = sniffLen
 const sniffLen = 64 << 10
 
 // Open returns a decoder for r. format names one of Formats, or is "" or
-// "auto" to tell the format from the content.
+// "auto" to tell the format from the content. Every reader gives turns
+// within the limits (see TurnBudget) or an error naming the input and the
+// turn, so that whatever reads them (convert, writing a trace again) holds
+// no more than a trace can.
 func Open(r io.Reader, name, format string) (Decoder, error) {
 	br := bufio.NewReaderSize(r, sniffLen)
 	// a UTF-8 byte-order mark (Windows editors write one) is no part of

@@ -74,7 +74,7 @@ const (
 )
 
 // Next returns the next request as a turn, or io.EOF after the last.
-func (d *GenAIPerfReader) Next() (*pipeline.Turn, error) { return d.read(d.next) }
+func (d *GenAIPerfReader) Next() (*pipeline.Turn, error) { return d.read(d.s.name, d.next) }
 
 func (d *GenAIPerfReader) next() (*pipeline.Turn, error) {
 	s := d.s

@@ -96,7 +96,7 @@ const (
 )
 
 // Next returns the next request as a turn, or io.EOF after the last.
-func (d *GuideLLMReader) Next() (*pipeline.Turn, error) { return d.read(d.next) }
+func (d *GuideLLMReader) Next() (*pipeline.Turn, error) { return d.read(d.s.name, d.next) }
 
 func (d *GuideLLMReader) next() (*pipeline.Turn, error) {
 	s := d.s

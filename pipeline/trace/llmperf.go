@@ -67,7 +67,7 @@ func (d *LLMPerfReader) ToolSummaries() []ToolSummary { return nil }
 func (d *LLMPerfReader) exactTimes() *exactTimes { return &d.exact }
 
 // Next returns the next request as a turn, or io.EOF after the last.
-func (d *LLMPerfReader) Next() (*pipeline.Turn, error) { return d.read(d.next) }
+func (d *LLMPerfReader) Next() (*pipeline.Turn, error) { return d.read(d.s.name, d.next) }
 
 func (d *LLMPerfReader) next() (*pipeline.Turn, error) {
 	s := d.s

@@ -177,7 +177,7 @@ func TestNativeBadInput(t *testing.T) {
 		{"time past a year", `{"type":"chunk","turn":"a","t_ns":9223372036854775807}` + "\n", `test.jsonl:1: chunk of turn "a" has t_ns 9223372036854775807; want a time from 0 to`},
 		{"a million tokens in a chunk", `{"type":"chunk","turn":"a","t_ns":1,"tokens":1000000}` + "\n", `test.jsonl:1: chunk of turn "a" has tokens 1000000; want a count from 0 to 262144`},
 		{"2e9 tokens in a chunk", `{"type":"chunk","turn":"a","t_ns":1,"tokens":2000000000}` + "\n", `has tokens 2000000000; want a count`},
-		{"too many tokens in a turn", strings.Repeat(`{"type":"chunk","turn":"a","t_ns":1,"tokens":200000}`+"\n", 2) + `{"type":"end","turn":"a"}` + "\n", `test.jsonl:3: turn "a": chunks 0 to 1 carry over 262144 tokens`},
+		{"too many tokens in a turn", strings.Repeat(`{"type":"chunk","turn":"a","t_ns":1,"tokens":200000}`+"\n", 2) + `{"type":"end","turn":"a"}` + "\n", `test.jsonl:3: turn "a": chunk 1 takes the turn past 262144 tokens`},
 		{"output tokens past the limit", `{"type":"end","turn":"a","output_tokens":1000000}` + "\n", `test.jsonl:1: end of turn "a" has output_tokens 1000000`},
 		{"future version", `{"type":"header","format":"underrun-trace","version":9}` + "\n", "version 9 is newer"},
 	}

@@ -68,6 +68,8 @@ type Stream struct {
 	ToolCalls []StreamToolCall
 
 	parser    SSEParser
+	budget    TurnBudget // what the turn took in, against the limits
+	refused   error      // the limit the stream passed: nothing more is recorded
 	sse       bool
 	body      []byte // the body of a response that is not an event stream
 	errs      []string
@@ -112,7 +114,7 @@ func (s *Stream) Read(b []byte, at time.Duration) error {
 	s.Stats.Bytes += int64(len(b))
 	s.lastRead = max(s.lastRead, at)
 	if !s.sse {
-		if room := MaxErrorBody - len(s.body); room > 0 {
+		if room := MaxErrorBody - len(s.body); room > 0 && s.refused == nil {
 			s.body = append(s.body, b[:min(len(b), room)]...)
 		}
 		return nil
@@ -142,7 +144,11 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 	}
 	s.Stats.Dropped = s.parser.Dropped
 	if s.Stats.Usage != nil {
-		s.Turn.OutputTokens = s.Stats.Usage.CompletionTokens
+		if err := CheckOutputTokens(s.Stats.Usage.CompletionTokens); err != nil {
+			s.refuse(fmt.Errorf("usage: %w", err))
+		} else {
+			s.Turn.OutputTokens = s.Stats.Usage.CompletionTokens
+		}
 	}
 	switch {
 	case s.Stats.HTTPStatus != 0 && (s.Stats.HTTPStatus < 200 || s.Stats.HTTPStatus >= 300):
@@ -160,7 +166,7 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 			s.Turn.Error = "cancelled: " + err.Error()
 		}
 	case len(s.errs) > 0:
-		s.Turn.Status, s.Turn.Error = pipeline.StatusError, strings.Join(s.errs, "; ")
+		s.Turn.Status, s.Turn.Error = pipeline.StatusError, CutText(strings.Join(s.errs, "; "), MaxErrorText)
 	case !s.Stats.Done && s.Stats.FinishReason == "":
 		s.Turn.Status, s.Turn.Error = pipeline.StatusError, "stream ended before [DONE] or a finish reason"
 	default:
@@ -290,7 +296,7 @@ func (s *Stream) toolCalls(data []byte, at time.Duration) {
 	}
 	for _, tc := range ev.Choices[0].Delta.ToolCalls {
 		if tc.ID != "" && len(s.ToolCalls) < maxStreamToolCalls {
-			s.ToolCalls = append(s.ToolCalls, StreamToolCall{ID: tc.ID, Name: tc.Function.Name, At: at})
+			s.ToolCalls = append(s.ToolCalls, StreamToolCall{ID: CutText(tc.ID, MaxName), Name: CutText(tc.Function.Name, MaxName), At: at})
 		}
 	}
 }
@@ -298,7 +304,31 @@ func (s *Stream) toolCalls(data []byte, at time.Duration) {
 // maxStreamToolCalls bounds the tool calls a Stream keeps.
 const maxStreamToolCalls = 64
 
+// Refused returns why the stream passed the limits (the chunk that would
+// have taken the turn past them, a usage count out of range), or nil. A
+// refused stream records nothing more and ends as an error: a client may
+// stop reading it.
+func (s *Stream) Refused() error { return s.refused }
+
+// refuse ends the recording of the stream at a limit: the reason goes in
+// the turn's error, and the rest of the body is counted, not parsed.
+func (s *Stream) refuse(err error) {
+	if s.refused != nil {
+		return
+	}
+	s.refused = err
+	s.errs = append(s.errs, "refused at the limits: "+err.Error())
+	s.sse = false
+}
+
 func (s *Stream) add(c pipeline.Chunk) {
+	if s.refused != nil {
+		return
+	}
+	if err := s.budget.Admit(c); err != nil {
+		s.refuse(err)
+		return
+	}
 	s.Turn.Chunks = append(s.Turn.Chunks, c)
 	if s.OnChunk != nil {
 		s.OnChunk(c)

@@ -14,16 +14,21 @@ type sticky struct {
 	err error
 }
 
-// read returns what next returns, or the error kept.
-func (st *sticky) read(next func() (*pipeline.Turn, error)) (*pipeline.Turn, error) {
+// read returns what next returns, or the error kept; a turn past the
+// limits is an error naming the input, name.
+func (st *sticky) read(name string, next func() (*pipeline.Turn, error)) (*pipeline.Turn, error) {
 	if st.err != nil {
 		return nil, st.err
 	}
 	t, err := next()
+	if err == nil {
+		err = limitsError(name, t)
+	}
 	if err != nil {
 		st.err = err
+		return nil, err
 	}
-	return t, err
+	return t, nil
 }
 
 // checkHeader checks what a file's header record names: the format want

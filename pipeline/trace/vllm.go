@@ -302,11 +302,15 @@ func (d *ColumnarReader) Next() (*pipeline.Turn, error) {
 		return nil, d.err
 	}
 	t, err := d.next()
+	if err == nil {
+		err = limitsError(d.name, t)
+	}
 	if err != nil {
 		d.err = err
 		d.Close()
+		return nil, err
 	}
-	return t, err
+	return t, nil
 }
 
 func (d *ColumnarReader) next() (*pipeline.Turn, error) {
