@@ -310,9 +310,20 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // score.
 const scoreHeader = "| gaps | found | precision | recall | starts within 20 ms | start error p50 / p90 ms | length error p50 / p90 ms |"
 
+// A share of nothing (the precision of no gap found, the starts of none
+// matched) is shown as "-".
 func scoreRow(s *corpus.Score) string {
-	return fmt.Sprintf("| %d | %d | %.3f | %.3f | %.3f | %.0f / %.0f | %.0f / %.0f |", s.Truth, s.Found, s.Precision(), s.Recall(), s.OnTimeShare(),
-		ms(s.StartError(0.5)), ms(s.StartError(0.9)), ms(s.LengthError(0.5)), ms(s.LengthError(0.9)))
+	share := func(v float64, of int) string {
+		if of == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", v)
+	}
+	errs := "- | -"
+	if s.Matched > 0 {
+		errs = fmt.Sprintf("%.0f / %.0f | %.0f / %.0f", ms(s.StartError(0.5)), ms(s.StartError(0.9)), ms(s.LengthError(0.5)), ms(s.LengthError(0.9)))
+	}
+	return fmt.Sprintf("| %d | %d | %s | %s | %s | %s |", s.Truth, s.Found, share(s.Precision(), s.Found), share(s.Recall(), s.Truth), share(s.OnTimeShare(), s.Matched), errs)
 }
 
 // logTables logs the tables of an evaluation: by voice, by condition (each
