@@ -1,0 +1,249 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"math"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
+)
+
+// pipecatDir is the Pipecat observer, a Python package; .ci/run makes its
+// virtual environment (.venv) from its lock file.
+const pipecatDir = "../../pipeline/monitor/pipecat"
+
+var recordPipecat = flag.Bool("pipecat-releases", false,
+	"record Pipecat's release points on the chunking fixtures into tts/testdata/chunking/expect/pipecat-pipeline.jsonl")
+
+// pipecatPython returns the virtual environment's python with pipecat-ai
+// installed, or skips the test.
+func pipecatPython(t *testing.T) string {
+	t.Helper()
+	py, err := filepath.Abs(filepath.Join(pipecatDir, ".venv", "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("the Pipecat observer's virtual environment is missing: run .ci/run, or python3 -m venv pipeline/monitor/pipecat/.venv && pipeline/monitor/pipecat/.venv/bin/pip install --require-hashes -r pipeline/monitor/pipecat/requirements.lock")
+	}
+	matches, _ := filepath.Glob(filepath.Join(pipecatDir, ".venv", "lib", "python3*", "site-packages", "pipecat"))
+	if len(matches) == 0 {
+		t.Skip("pipecat-ai is not installed in pipeline/monitor/pipecat/.venv: install it from requirements.lock (.ci/run does)")
+	}
+	return py
+}
+
+// pipecatTurn is what the example's listener (a client of Pipecat's
+// websocket transport playing what it receives in real time) heard of a
+// turn, and what the observer heard from the frames the transport sent.
+type pipecatTurn struct {
+	Turn    string
+	StartMs *float64 `json:"start_ms"`
+	Gaps    []struct {
+		StartMs    float64 `json:"start_ms"`
+		DurationMs float64 `json:"duration_ms"`
+	}
+	Observer json.RawMessage
+}
+
+// pipecatSession runs example.py, a real Pipecat pipeline (its args added),
+// against a mock of turns with espeak-ng speaking, reporting to a monitor
+// process (its args added), and returns what the listener heard of each
+// turn and the monitor's events up to the heard event of each of the n
+// turns.
+func pipecatSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]pipecatTurn, []heardEvent) {
+	t.Helper()
+	py := pipecatPython(t)
+	e := streamtest.Espeak(t, 320)
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	mon := startMonitorProcess(t, append([]string{"--events", ""}, monitorArgs...)...)
+	events, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "heard.json")
+	cmd := exec.Command(py, append([]string{"example.py", "--llm", srv.URL + "/v1", "--tts", srv.URL + "/v1",
+		"--monitor", mon.url, "--session", "pc", "--out", out, "--turns", strconv.Itoa(n)}, args...)...)
+	cmd.Dir = pipecatDir
+	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Pipecat pipeline: %v\n%s", err, b)
+	} else {
+		t.Logf("the Pipecat pipeline:\n%s", b)
+	}
+	var heard []pipecatTurn
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &heard); err != nil {
+		t.Fatal(err)
+	}
+	if len(heard) != n {
+		t.Fatalf("the listener heard %d turns, want %d", len(heard), n)
+	}
+	var evs []heardEvent
+	events.SetReadDeadline(time.Now().Add(time.Minute))
+	for got := 0; got < n; {
+		_, b, err := events.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for the heard events (%d of %d came): %v", got, n, err)
+		}
+		var ev heardEvent
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "heard" {
+			got++
+		}
+		evs = append(evs, ev)
+	}
+	return heard, evs
+}
+
+// TestPipecatThroughMonitor runs a real Pipecat pipeline (OpenAILLMService,
+// OpenAITTSService with its own sentence aggregation, the websocket server
+// output transport pacing the audio, a listener playing it in real time)
+// against the mock with espeak-ng speaking, on three stall patterns,
+// reporting through UnderrunObserver into a monitor process: per turn, the
+// monitor's heard gaps (from the frames the transport sent) are the
+// listener's within 20 ms, the turns are named by Pipecat's turn numbers,
+// and the engine given the measured timings predicts the gaps heard.
+func TestPipecatThroughMonitor(t *testing.T) {
+	t.Parallel()
+	pipecatPython(t)
+	for _, c := range []struct {
+		name, scenario string
+		trace          bool // a trace file, not a scenario
+		args           []string
+		minGaps        int
+	}{
+		// the first stall falls while the aggregation holds the first
+		// sentence (a later first audio, no gap), the second mid-sentence
+		{name: "mid-sentence", scenario: "testdata/speak/stalls.yaml", minGaps: 1},
+		// a 2 s stall on the word after "floor.": Pipecat holds the
+		// finished sentence until the next word comes
+		{name: "after-sentence-end", scenario: "testdata/pipecat/sentence-end.yaml", minGaps: 1},
+		// "Sure, let me check.", get_weather (2 s), "It is sunny."
+		{name: "tool-call", scenario: "../../pipeline/trace/testdata/native/tool-call.jsonl", trace: true,
+			args: []string{"--tool", "get_weather", "--tool-ms", "2000"}, minGaps: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var turns []*pipeline.Turn
+			if c.trace {
+				turns = []*pipeline.Turn{toolCallTurn(t)}
+			} else {
+				var err error
+				if turns, _, err = scenarioTurns(context.Background(), c.scenario, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			heard, evs := pipecatSession(t, turns, 1, c.args, "--stack", "openai-speech")
+			byTurn := map[string]heardEvent{}
+			var call heardEvent
+			for _, ev := range evs {
+				switch ev.Type {
+				case "heard":
+					byTurn[ev.Turn] = ev
+				case "tool_call":
+					call = ev
+				}
+			}
+			for _, h := range heard {
+				ev, ok := byTurn[h.Turn]
+				if !ok {
+					t.Fatalf("no heard event for turn %s; got %v", h.Turn, byTurn)
+				}
+				checkPipecatHeard(t, h, ev)
+				if len(h.Gaps) < c.minGaps {
+					t.Errorf("turn %s: %d gaps heard, want %d at least", h.Turn, len(h.Gaps), c.minGaps)
+				}
+			}
+			if c.trace {
+				if call.Name != "get_weather" {
+					t.Fatalf("tool_call event %+v, want get_weather", call)
+				}
+				ev := byTurn[heard[0].Turn]
+				var longest gapJSON
+				for _, g := range ev.Predicted {
+					if g.DurationMs > longest.DurationMs {
+						longest = g
+					}
+				}
+				if longest.Cause != string(pipeline.CauseTool) || longest.AtMs < call.AtMs {
+					t.Errorf("the longest predicted gap %+v: want the tool call's, after it (%.1f ms)", longest, call.AtMs)
+				}
+			}
+		})
+	}
+}
+
+// checkPipecatHeard checks a turn's heard event against what the listener
+// heard: named by Pipecat's turn number, the same first audio and gaps
+// within 20 ms, and every gap predicted from the measured timings.
+func checkPipecatHeard(t *testing.T, h pipecatTurn, ev heardEvent) {
+	t.Helper()
+	if !strings.HasPrefix(h.Turn, "turn-") {
+		t.Errorf("turn %q is not named by Pipecat's turn number", h.Turn)
+	}
+	if ev.Agrees == nil || ev.TTFAMs == nil || h.StartMs == nil {
+		t.Fatalf("turn %s: heard event without the comparison or the start, or no audio heard: %+v, listener %+v", h.Turn, ev, h)
+	}
+	if d := *ev.TTFAMs - *h.StartMs; math.Abs(d) > 20 {
+		t.Errorf("turn %s: first audio at %.1f ms for the monitor, %.1f ms for the listener", h.Turn, *ev.TTFAMs, *h.StartMs)
+	}
+	if len(ev.Heard) != len(h.Gaps) {
+		t.Errorf("turn %s: the monitor heard %d gaps %+v, the listener %d %+v", h.Turn, len(ev.Heard), ev.Heard, len(h.Gaps), h.Gaps)
+	}
+	for i := range min(len(ev.Heard), len(h.Gaps)) {
+		m, g := ev.Heard[i], h.Gaps[i]
+		if math.Abs(m.AtMs-g.StartMs) > 20 || math.Abs(m.DurationMs-g.DurationMs) > 20 {
+			t.Errorf("turn %s gap %d: the monitor heard %.1f ms at %.1f ms, the listener %.1f ms at %.1f ms",
+				h.Turn, i, m.DurationMs, m.AtMs, g.DurationMs, g.StartMs)
+		}
+	}
+	if ev.MeasuredChunks != ev.SpeechChunks || !*ev.Agrees || len(ev.Predicted) != len(ev.Heard) {
+		t.Errorf("turn %s: %d of %d speech chunks measured, agrees %v: heard %+v, predicted %+v",
+			h.Turn, ev.MeasuredChunks, ev.SpeechChunks, *ev.Agrees, ev.Heard, ev.Predicted)
+	}
+	t.Logf("turn %s: first audio %.1f ms (listener %.1f ms)", h.Turn, *ev.TTFAMs, *h.StartMs)
+	for i := range max(len(ev.Heard), len(h.Gaps), len(ev.Predicted)) {
+		var line strings.Builder
+		line.WriteString("turn " + h.Turn + " gap " + strconv.Itoa(i) + ":")
+		if i < len(ev.Heard) {
+			line.WriteString(" monitor heard " + fmtMs(ev.Heard[i].DurationMs) + " at " + fmtMs(ev.Heard[i].AtMs) + ";")
+		}
+		if i < len(h.Gaps) {
+			line.WriteString(" listener " + fmtMs(h.Gaps[i].DurationMs) + " at " + fmtMs(h.Gaps[i].StartMs) + ";")
+		}
+		if i < len(ev.Predicted) {
+			p := ev.Predicted[i]
+			line.WriteString(" predicted " + fmtMs(p.DurationMs) + " at " + fmtMs(p.AtMs) + " (" + p.Cause + ")")
+		}
+		t.Log(line.String())
+	}
+}
+
+// fmtMs writes milliseconds as the tests log them.
+func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) + " ms" }
