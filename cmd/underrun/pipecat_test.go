@@ -20,6 +20,7 @@ import (
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/pipeline/otlp/otlptest"
 	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
@@ -247,3 +248,76 @@ func checkPipecatHeard(t *testing.T, h pipecatTurn, ev heardEvent) {
 
 // fmtMs writes milliseconds as the tests log them.
 func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) + " ms" }
+
+// TestPipecatTurnSpans runs the mid-sentence stalls through the real
+// pipeline with Pipecat's tracing on: the observer writes each turn's
+// heard gaps onto Pipecat's own turn span (an underrun event per gap,
+// the counts as attributes), and sends the span's trace context with the
+// turn, so that the monitor's OTLP span of the turn is its child.
+func TestPipecatTurnSpans(t *testing.T) {
+	t.Parallel()
+	pipecatPython(t)
+	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv := otlptest.NewReceiver(t)
+	file := filepath.Join(t.TempDir(), "spans.json")
+	heard, _ := pipecatSession(t, turns, 2, []string{"--trace", file}, "--stack", "openai-speech", "--otlp", rcv.URL)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans []struct {
+		TraceID    string         `json:"trace_id"`
+		SpanID     string         `json:"span_id"`
+		Attributes map[string]any `json:"attributes"`
+		Events     []struct {
+			Name       string
+			Attributes map[string]any
+		}
+	}
+	if err := json.Unmarshal(b, &spans); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range heard {
+		var found bool
+		for _, s := range spans {
+			if s.Attributes["underrun.turn"] != h.Turn {
+				continue
+			}
+			found = true
+			if n, _ := s.Attributes["underrun.gaps"].(float64); int(n) != len(h.Gaps) || len(s.Events) != len(h.Gaps) {
+				t.Errorf("turn %s: span says %v gaps with %d events, the listener heard %d", h.Turn, s.Attributes["underrun.gaps"], len(s.Events), len(h.Gaps))
+			}
+			for i := range min(len(s.Events), len(h.Gaps)) {
+				d, _ := s.Events[i].Attributes["underrun.duration_ms"].(float64)
+				if s.Events[i].Name != "underrun" || math.Abs(d-h.Gaps[i].DurationMs) > 20 {
+					t.Errorf("turn %s event %d: %+v, the listener heard %.1f ms", h.Turn, i, s.Events[i], h.Gaps[i].DurationMs)
+				}
+			}
+			// the monitor's span of the turn joins Pipecat's trace under it
+			deadline := time.Now().Add(20 * time.Second)
+			for !childOf(rcv.Spans(), s.TraceID, s.SpanID) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !childOf(rcv.Spans(), s.TraceID, s.SpanID) {
+				t.Errorf("turn %s: no span of the monitor's under Pipecat's turn span %s/%s", h.Turn, s.TraceID, s.SpanID)
+			}
+			t.Logf("turn %s: Pipecat's span %s has %v gaps, %v ms of silence", h.Turn, s.SpanID, s.Attributes["underrun.gaps"], s.Attributes["underrun.silence_ms"])
+		}
+		if !found {
+			t.Errorf("no Pipecat turn span for %s in %s", h.Turn, b)
+		}
+	}
+}
+
+// childOf says whether a span of spans is a child of span parent of trace.
+func childOf(spans []otlptest.Span, trace, parent string) bool {
+	for _, s := range spans {
+		if s.TraceID().String() == trace && s.ParentSpanID().String() == parent {
+			return true
+		}
+	}
+	return false
+}
