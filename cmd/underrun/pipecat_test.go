@@ -321,3 +321,51 @@ func childOf(spans []otlptest.Span, trace, parent string) bool {
 	}
 	return false
 }
+
+// TestPipecatClientNeverBlocks runs the observer's own tests of its
+// connection (pipeline/monitor/pipecat/tests): a monitor that cannot be
+// reached, never answers the handshake, never reads, sends garbage, goes
+// away mid-session or refuses messages never blocks or breaks the app,
+// the queue stays bounded, and each failure is reported once.
+func TestPipecatClientNeverBlocks(t *testing.T) {
+	t.Parallel()
+	py := pipecatPython(t)
+	cmd := exec.Command(py, "-m", "unittest", "discover", "-s", "tests", "-v")
+	cmd.Dir = pipecatDir
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the observer's tests: %v\n%s", err, b)
+	}
+	t.Logf("%s", b)
+}
+
+// TestPipecatMonitorDown: the real pipeline with the monitor unreachable
+// plays its turn as without one; the observer says so once and counts
+// what it dropped.
+func TestPipecatMonitorDown(t *testing.T) {
+	t.Parallel()
+	py := pipecatPython(t)
+	e := streamtest.Espeak(t, 320)
+	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	down := httptest.NewServer(nil)
+	down.Close() // nothing listens there now
+	out := filepath.Join(t.TempDir(), "heard.json")
+	cmd := exec.Command(py, "example.py", "--llm", srv.URL+"/v1", "--tts", srv.URL+"/v1", "--monitor", down.URL, "--out", out)
+	cmd.Dir = pipecatDir
+	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Pipecat pipeline with the monitor down: %v\n%s", err, b)
+	}
+	if n := strings.Count(string(b), "cannot connect"); n != 1 {
+		t.Errorf("the failure to connect was reported %d times, want once:\n%s", n, b)
+	}
+	if !strings.Contains(string(b), "monitor: 0 messages sent") || !strings.Contains(string(b), "turn-1: first audio at") {
+		t.Errorf("want the turn played and heard, nothing sent:\n%s", b)
+	}
+}

@@ -86,7 +86,7 @@ class MonitorClient:
         self._connect_timeout = connect_timeout
         self._send_timeout = send_timeout
         self._close_timeout = close_timeout
-        self._on_error = on_error or (lambda e: logger.warning(f"underrun monitor: {e}"))
+        self._on_error = on_error if on_error is not None else (lambda e: logger.warning(f"underrun monitor: {e}"))
         self._on_message = on_message
         self._reported: set[str] = set()
         self._queue: asyncio.Queue | None = None

@@ -135,7 +135,7 @@ class UnderrunObserver(BaseObserver):
         self._on_gap = on_gap
         self._on_playout = on_playout
         self._on_turn_start = on_turn_start
-        self._on_error = on_error or (lambda e: logger.warning(f"underrun monitor: {e}"))
+        self._on_error = on_error if on_error is not None else (lambda e: logger.warning(f"underrun monitor: {e}"))
         self._failed: set[str] = set()
         self._tts_services: set[int] = set()
         self._llm_turn: _Turn | None = None  # the turn whose LLM reply streams
