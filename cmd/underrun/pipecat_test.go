@@ -369,3 +369,86 @@ func TestPipecatMonitorDown(t *testing.T) {
 		t.Errorf("want the turn played and heard, nothing sent:\n%s", b)
 	}
 }
+
+// TestPipecatReleasePoints records, through the real pipeline
+// (OpenAILLMService against the mock, OpenAITTSService's own sentence
+// aggregation), the text Pipecat hands to the TTS for every reply of the
+// chunking fixtures, streamed token by token, with the index of the LLM
+// chunk whose processing released it, and checks the committed recording
+// (tts/testdata/chunking/expect/pipecat-pipeline.jsonl) is what Pipecat
+// does; -pipecat-releases rewrites it. tts's TestPresetsAgainstPipecatPipeline
+// holds the pipecat preset to it.
+func TestPipecatReleasePoints(t *testing.T) {
+	if testing.Short() && !*recordPipecat {
+		t.Skip("-short: 102 replies through Pipecat take about a minute")
+	}
+	t.Parallel()
+	py := pipecatPython(t)
+	e := streamtest.Espeak(t, 450)
+	fixture := "../../tts/testdata/chunking"
+	b, err := os.ReadFile(filepath.Join(fixture, "replies.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var turns []*pipeline.Turn
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			ID     string   `json:"id"`
+			Tokens []string `json:"tokens"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		turn := &pipeline.Turn{ID: r.ID, Status: pipeline.StatusOK}
+		for k, tok := range r.Tokens {
+			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: 20*time.Millisecond + time.Duration(k)*time.Millisecond, Text: tok, Tokens: 1})
+		}
+		ids = append(ids, r.ID)
+		turns = append(turns, turn)
+	}
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "releases.jsonl")
+	cmd := exec.Command(py, "example.py", "--llm", srv.URL+"/v1", "--tts", srv.URL+"/v1",
+		"--turns", strconv.Itoa(len(turns)), "--releases", out)
+	cmd.Dir = pipecatDir
+	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Pipecat pipeline: %v\n%s", err, b)
+	}
+	b, err = os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != len(ids) {
+		t.Fatalf("%d replies recorded, want %d", len(lines), len(ids))
+	}
+	var got strings.Builder
+	for i, line := range lines {
+		var r struct {
+			Chunks []json.RawMessage `json:"chunks"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := json.Marshal(r.Chunks)
+		id, _ := json.Marshal(ids[i])
+		got.WriteString(`{"id":` + string(id) + `,"chunks":` + string(c) + "}\n")
+	}
+	path := filepath.Join(fixture, "expect", "pipecat-pipeline.jsonl")
+	if *recordPipecat {
+		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("Pipecat's release points differ from %s (go test ./cmd/underrun -run TestPipecatReleasePoints -pipecat-releases rewrites it):\n%s", path, got.String())
+	}
+}
