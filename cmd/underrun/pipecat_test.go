@@ -149,8 +149,9 @@ func TestPipecatThroughMonitor(t *testing.T) {
 		{name: "tool-call", scenario: "../../pipeline/trace/testdata/native/tool-call.jsonl", trace: true,
 			args: []string{"--tool", "get_weather", "--tool-ms", "2000"}, minGaps: 1},
 	} {
+		// one after another: the listener's stamps are only as good as the
+		// machine is idle
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			var turns []*pipeline.Turn
 			if c.trace {
 				turns = []*pipeline.Turn{toolCallTurn(t)}
@@ -214,17 +215,21 @@ func checkPipecatHeard(t *testing.T, h pipecatTurn, ev heardEvent) {
 	if d := *ev.TTFAMs - *h.StartMs; math.Abs(d) > 20 {
 		t.Errorf("turn %s: first audio at %.1f ms for the monitor, %.1f ms for the listener", h.Turn, *ev.TTFAMs, *h.StartMs)
 	}
-	if len(ev.Heard) != len(h.Gaps) {
-		t.Errorf("turn %s: the monitor heard %d gaps %+v, the listener %d %+v", h.Turn, len(ev.Heard), ev.Heard, len(h.Gaps), h.Gaps)
+	// each gap of one is the other's within 20 ms: the same start and
+	// length, or, for a gap the other did not hear, 20 ms or shorter (the
+	// listener stamps a frame when its task gets to it, on a loaded machine
+	// a millisecond late now and then)
+	listener := make([]gapJSON, len(h.Gaps))
+	for i, g := range h.Gaps {
+		listener[i] = gapJSON{AtMs: g.StartMs, DurationMs: g.DurationMs}
 	}
-	for i := range min(len(ev.Heard), len(h.Gaps)) {
-		m, g := ev.Heard[i], h.Gaps[i]
-		if math.Abs(m.AtMs-g.StartMs) > 20 || math.Abs(m.DurationMs-g.DurationMs) > 20 {
-			t.Errorf("turn %s gap %d: the monitor heard %.1f ms at %.1f ms, the listener %.1f ms at %.1f ms",
-				h.Turn, i, m.DurationMs, m.AtMs, g.DurationMs, g.StartMs)
-		}
+	for _, d := range unmatchedGaps(ev.Heard, listener) {
+		t.Errorf("turn %s: the monitor heard %.1f ms at %.1f ms, which the listener did not within 20 ms (listener %+v)", h.Turn, d.DurationMs, d.AtMs, h.Gaps)
 	}
-	if ev.MeasuredChunks != ev.SpeechChunks || !*ev.Agrees || len(ev.Predicted) != len(ev.Heard) {
+	for _, d := range unmatchedGaps(listener, ev.Heard) {
+		t.Errorf("turn %s: the listener heard %.1f ms at %.1f ms, which the monitor did not within 20 ms (monitor %+v)", h.Turn, d.DurationMs, d.AtMs, ev.Heard)
+	}
+	if ev.MeasuredChunks != ev.SpeechChunks || !*ev.Agrees {
 		t.Errorf("turn %s: %d of %d speech chunks measured, agrees %v: heard %+v, predicted %+v",
 			h.Turn, ev.MeasuredChunks, ev.SpeechChunks, *ev.Agrees, ev.Heard, ev.Predicted)
 	}
@@ -451,4 +456,26 @@ func TestPipecatReleasePoints(t *testing.T) {
 	if got.String() != string(want) {
 		t.Errorf("Pipecat's release points differ from %s (go test ./cmd/underrun -run TestPipecatReleasePoints -pipecat-releases rewrites it):\n%s", path, got.String())
 	}
+}
+
+// unmatchedGaps returns the gaps of a longer than 20 ms that no gap of b
+// equals within 20 ms in start and length.
+func unmatchedGaps(a, b []gapJSON) []gapJSON {
+	var out []gapJSON
+	for _, g := range a {
+		if g.DurationMs <= 20 {
+			continue
+		}
+		found := false
+		for _, o := range b {
+			if math.Abs(o.AtMs-g.AtMs) <= 20 && math.Abs(o.DurationMs-g.DurationMs) <= 20 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, g)
+		}
+	}
+	return out
 }

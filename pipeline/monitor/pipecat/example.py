@@ -27,6 +27,7 @@ chunks one at a time in order, so the recording does not depend on timing.
 import argparse
 import asyncio
 import json
+import os
 import socket
 import sys
 import time
@@ -88,28 +89,39 @@ def free_port() -> int:
 
 class Listener:
     """A client of the transport that plays what it receives in real time:
-    each frame is stamped on arrival (the pipeline clock) and played back to
-    back, from its arrival at the earliest; the silences between frames of a
-    turn are what the listener heard."""
+    each frame is stamped on arrival and played back to back, from its
+    arrival at the earliest; the silences between frames of a turn are what
+    the listener heard. It runs as a process of its own (listener.py), as
+    a client on the far side of a transport does, so
+    that the pipeline's work does not delay its stamps; they are
+    time.monotonic_ns(), the clock Pipecat's SystemClock counts from."""
 
     def __init__(self, clock):
         self.clock = clock
-        self.frames = []  # (arrival ns, seconds)
+        self.frames = []  # (arrival on the pipeline clock, ns; seconds)
+        self.proc = None
 
-    async def run(self, port):
-        while True:
-            try:
-                ws = await websockets.connect(f"ws://127.0.0.1:{port}", max_size=None)
-                break
-            except OSError:
-                await asyncio.sleep(0.02)
-        async with ws:
-            try:
-                async for m in ws:
-                    if isinstance(m, bytes) and m:
-                        self.frames.append((self.clock.get_time(), len(m) / 2 / RATE))
-            except websockets.ConnectionClosed:
-                pass
+    async def start(self, port):
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "listener.py"),
+            str(port),
+            str(RATE),
+            stdout=asyncio.subprocess.PIPE,
+        )
+
+    async def stop(self):
+        """Reads the frames the listener received, once the transport closed."""
+        try:
+            out, _ = await asyncio.wait_for(self.proc.communicate(), 10)
+        except TimeoutError:
+            self.proc.kill()
+            out, _ = await self.proc.communicate()
+        origin = time.monotonic_ns() - self.clock.get_time()  # the pipeline clock's zero
+        for line in out.decode().split("\n"):
+            if line.strip():
+                mono, secs = line.split()
+                self.frames.append((int(mono) - origin, float(secs)))
 
     def heard(self, begin, until):
         """The first audio and gaps of the frames that arrived in [begin, until)."""
@@ -190,6 +202,7 @@ async def run(args):
     observer.attach(task)
     await observer.ready()
     listener = Listener(clock)
+    await listener.start(port)
     order = []
 
     async def drive():
@@ -211,11 +224,10 @@ async def run(args):
         listener_ready.set()
 
     runner = PipelineRunner(handle_sigint=False)
-    listen = asyncio.create_task(listener.run(port))
     driver = asyncio.create_task(drive())
     await runner.run(task)
     await driver
-    listen.cancel()
+    await listener.stop()
     await observer.close()
     heard = []
     begins = sorted(turns.values())
