@@ -1,11 +1,6 @@
 package tts_test
 
-import (
-	"slices"
-	"testing"
-
-	"github.com/speech-pipeline/underrun/tts"
-)
+import "testing"
 
 // livekitJSDiffers names the replies where LiveKit Agents for Node 1.7.1
 // releases text otherwise than the livekit-basic preset (Python's
@@ -33,39 +28,13 @@ var livekitJSDiffers = map[string]string{
 // default since 1.2) is not what Node uses, and its agreement is logged.
 func TestPresetsAgainstLiveKitJS(t *testing.T) {
 	t.Parallel()
-	replies := loadReplies(t)
-	want := loadExpect(t, "livekit-agents-js")
 	for _, preset := range []string{"livekit-basic", "livekit"} {
-		p, err := tts.ParsePolicy(preset)
-		if err != nil {
-			t.Fatal(err)
+		var differs map[string]string
+		if preset == "livekit-basic" {
+			differs = livekitJSDiffers
 		}
-		agree := 0
-		classes := map[string]int{}
-		for _, r := range replies {
-			w, ok := want[r.ID]
-			if !ok {
-				t.Fatalf("no recording for reply %s", r.ID)
-			}
-			same := slices.Equal(normalize(stream(t, p.NewChunker(), r.Tokens)), normalize(w))
-			if same {
-				agree++
-			}
-			if preset != "livekit-basic" {
-				continue
-			}
-			class, known := livekitJSDiffers[r.ID]
-			switch {
-			case same && known:
-				t.Errorf("%s: listed as differing (%s) but agrees: drop it from the list", r.ID, class)
-			case !same && !known:
-				t.Errorf("%s differs from LiveKit Node:\n  got:%s\n  want:%s", r.ID,
-					formatChunks(normalize(stream(t, p.NewChunker(), r.Tokens))), formatChunks(normalize(w)))
-			case !same:
-				classes[class]++
-			}
-		}
+		agree, classes := againstRecording(t, preset, "livekit-agents-js", "LiveKit Node", differs)
 		t.Logf("%s against LiveKit Agents for Node 1.7.1: %d of %d replies released exactly alike; the others by class %v",
-			preset, agree, len(replies), classes)
+			preset, agree, len(loadReplies(t)), classes)
 	}
 }

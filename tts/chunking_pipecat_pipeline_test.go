@@ -37,15 +37,26 @@ var pipecatPipelineDiffers = map[string]string{
 // on the replies of pipecatPipelineDiffers.
 func TestPresetsAgainstPipecatPipeline(t *testing.T) {
 	t.Parallel()
-	replies := loadReplies(t)
-	want := loadExpect(t, "pipecat-pipeline")
-	p, err := tts.ParsePolicy("pipecat")
+	agree, classes := againstRecording(t, "pipecat", "pipecat-pipeline", "Pipecat 1.14.0", pipecatPipelineDiffers)
+	t.Logf("pipecat against a pipecat-ai 1.14.0 pipeline: %d of %d replies released exactly alike; the others by class %v",
+		agree, len(loadReplies(t)), classes)
+}
+
+// againstRecording streams every fixture reply through preset and
+// compares what it releases with a framework's recording (expect/NAME):
+// with differs given, a reply that differs must be listed there, and one
+// listed must differ. It returns how many replies were released alike, and
+// how many of the others fell in each class.
+func againstRecording(t *testing.T, preset, recording, framework string, differs map[string]string) (int, map[string]int) {
+	t.Helper()
+	want := loadExpect(t, recording)
+	p, err := tts.ParsePolicy(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
 	agree := 0
 	classes := map[string]int{}
-	for _, r := range replies {
+	for _, r := range loadReplies(t) {
 		w, ok := want[r.ID]
 		if !ok {
 			t.Fatalf("no recording for reply %s", r.ID)
@@ -55,16 +66,18 @@ func TestPresetsAgainstPipecatPipeline(t *testing.T) {
 		if same {
 			agree++
 		}
-		class, known := pipecatPipelineDiffers[r.ID]
+		if differs == nil {
+			continue
+		}
+		class, known := differs[r.ID]
 		switch {
 		case same && known:
 			t.Errorf("%s: listed as differing (%s) but agrees: drop it from the list", r.ID, class)
 		case !same && !known:
-			t.Errorf("%s differs from Pipecat 1.14.0:\n  got:%s\n  want:%s", r.ID, formatChunks(got), formatChunks(normalize(w)))
+			t.Errorf("%s differs from %s:\n  got:%s\n  want:%s", r.ID, framework, formatChunks(got), formatChunks(normalize(w)))
 		case !same:
 			classes[class]++
 		}
 	}
-	t.Logf("pipecat against a pipecat-ai 1.14.0 pipeline: %d of %d replies released exactly alike; the others by class %v",
-		agree, len(replies), classes)
+	return agree, classes
 }

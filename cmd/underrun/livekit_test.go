@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
@@ -87,54 +85,13 @@ type playerTurn struct {
 // event of each of the n turns.
 func liveKitSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
 	t.Helper()
-	e := streamtest.Espeak(t, 320)
-	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
-	defer srv.Close()
-	mon := startMonitorProcess(t, append([]string{"--events", ""}, monitorArgs...)...)
-	events, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/events", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
-	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "heard.json")
-	node := exec.Command("node", append([]string{"example.mjs", "--llm", srv.URL + "/v1", "--tts", srv.URL + "/v1",
-		"--monitor", mon.url, "--session", "lk", "--out", out}, args...)...)
-	node.Dir = livekitDir
-	if b, err := node.CombinedOutput(); err != nil {
-		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
-	} else {
-		t.Logf("the LiveKit pipeline:\n%s", b)
-	}
 	var player []playerTurn
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &player); err != nil {
-		t.Fatal(err)
-	}
-	if len(player) != n {
-		t.Fatalf("the adapter's player heard %d turns, want %d", len(player), n)
-	}
-	var evs []heardEvent
-	events.SetReadDeadline(time.Now().Add(time.Minute))
-	for heard := 0; heard < n; {
-		_, b, err := events.ReadMessage()
-		if err != nil {
-			t.Fatalf("waiting for the heard events (%d of %d came): %v", heard, n, err)
-		}
-		var ev heardEvent
-		if err := json.Unmarshal(b, &ev); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == "heard" {
-			heard++
-		}
-		evs = append(evs, ev)
-	}
+	evs := adapterSession(t, turns, n, func(llm, monitor, out string) *exec.Cmd {
+		node := exec.Command("node", append([]string{"example.mjs", "--llm", llm, "--tts", llm,
+			"--monitor", monitor, "--session", "lk", "--out", out}, args...)...)
+		node.Dir = livekitDir
+		return node
+	}, &player, monitorArgs...)
 	return player, evs
 }
 
@@ -379,33 +336,7 @@ func TestLiveKitReleasePoints(t *testing.T) {
 	t.Parallel()
 	needLiveKit(t)
 	e := streamtest.Espeak(t, 450)
-	fixture := "../../tts/testdata/chunking"
-	var replies []struct {
-		ID     string   `json:"id"`
-		Tokens []string `json:"tokens"`
-	}
-	b, err := os.ReadFile(filepath.Join(fixture, "replies.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r struct {
-			ID     string   `json:"id"`
-			Tokens []string `json:"tokens"`
-		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		replies = append(replies, r)
-	}
-	turns := make([]*pipeline.Turn, len(replies))
-	for i, r := range replies {
-		turn := &pipeline.Turn{ID: r.ID, Status: pipeline.StatusOK}
-		for k, tok := range r.Tokens {
-			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: 20*time.Millisecond + time.Duration(k)*time.Millisecond, Text: tok, Tokens: 1})
-		}
-		turns[i] = turn
-	}
+	ids, turns := fixtureTurns(t)
 	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "releases.jsonl")
@@ -415,40 +346,7 @@ func TestLiveKitReleasePoints(t *testing.T) {
 	if b, err := node.CombinedOutput(); err != nil {
 		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
 	}
-	b, err = os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != len(replies) {
-		t.Fatalf("%d replies recorded, want %d", len(lines), len(replies))
-	}
-	var got strings.Builder
-	for i, line := range lines {
-		var r struct {
-			Chunks []json.RawMessage `json:"chunks"`
-		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		c, _ := json.Marshal(r.Chunks)
-		id, _ := json.Marshal(replies[i].ID)
-		got.WriteString(`{"id":` + string(id) + `,"chunks":` + string(c) + "}\n")
-	}
-	path := filepath.Join(fixture, "expect", "livekit-agents-js.jsonl")
-	if *recordLiveKit {
-		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != string(want) {
-		t.Errorf("LiveKit's release points differ from %s (go test ./cmd/underrun -run TestLiveKitReleasePoints -livekit-releases rewrites it):\n%s", path, got.String())
-	}
+	checkReleases(t, out, ids, "livekit-agents-js", "livekit-releases", *recordLiveKit)
 }
 
 // TestLiveKitFramesAsTheTransport: LiveKit's own AudioByteStream

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/otlp/otlptest"
@@ -70,55 +68,14 @@ type pipecatTurn struct {
 func pipecatSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]pipecatTurn, []heardEvent) {
 	t.Helper()
 	py := pipecatPython(t)
-	e := streamtest.Espeak(t, 320)
-	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
-	defer srv.Close()
-	mon := startMonitorProcess(t, append([]string{"--events", ""}, monitorArgs...)...)
-	events, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/events", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
-	if _, _, err := events.ReadMessage(); err != nil { // hello: every event from now on comes
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "heard.json")
-	cmd := exec.Command(py, append([]string{"example.py", "--llm", srv.URL + "/v1", "--tts", srv.URL + "/v1",
-		"--monitor", mon.url, "--session", "pc", "--out", out, "--turns", strconv.Itoa(n)}, args...)...)
-	cmd.Dir = pipecatDir
-	cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the Pipecat pipeline: %v\n%s", err, b)
-	} else {
-		t.Logf("the Pipecat pipeline:\n%s", b)
-	}
 	var heard []pipecatTurn
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &heard); err != nil {
-		t.Fatal(err)
-	}
-	if len(heard) != n {
-		t.Fatalf("the listener heard %d turns, want %d", len(heard), n)
-	}
-	var evs []heardEvent
-	events.SetReadDeadline(time.Now().Add(time.Minute))
-	for got := 0; got < n; {
-		_, b, err := events.ReadMessage()
-		if err != nil {
-			t.Fatalf("waiting for the heard events (%d of %d came): %v", got, n, err)
-		}
-		var ev heardEvent
-		if err := json.Unmarshal(b, &ev); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == "heard" {
-			got++
-		}
-		evs = append(evs, ev)
-	}
+	evs := adapterSession(t, turns, n, func(llm, monitor, out string) *exec.Cmd {
+		cmd := exec.Command(py, append([]string{"example.py", "--llm", llm, "--tts", llm,
+			"--monitor", monitor, "--session", "pc", "--out", out, "--turns", strconv.Itoa(n)}, args...)...)
+		cmd.Dir = pipecatDir
+		cmd.Env = append(os.Environ(), "PYTHONWARNINGS=ignore")
+		return cmd
+	}, &heard, monitorArgs...)
 	return heard, evs
 }
 
@@ -390,28 +347,7 @@ func TestPipecatReleasePoints(t *testing.T) {
 	t.Parallel()
 	py := pipecatPython(t)
 	e := streamtest.Espeak(t, 450)
-	fixture := "../../tts/testdata/chunking"
-	b, err := os.ReadFile(filepath.Join(fixture, "replies.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	var turns []*pipeline.Turn
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r struct {
-			ID     string   `json:"id"`
-			Tokens []string `json:"tokens"`
-		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		turn := &pipeline.Turn{ID: r.ID, Status: pipeline.StatusOK}
-		for k, tok := range r.Tokens {
-			turn.Chunks = append(turn.Chunks, pipeline.Chunk{At: 20*time.Millisecond + time.Duration(k)*time.Millisecond, Text: tok, Tokens: 1})
-		}
-		ids = append(ids, r.ID)
-		turns = append(turns, turn)
-	}
+	ids, turns := fixtureTurns(t)
 	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "releases.jsonl")
@@ -422,40 +358,7 @@ func TestPipecatReleasePoints(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the Pipecat pipeline: %v\n%s", err, b)
 	}
-	b, err = os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != len(ids) {
-		t.Fatalf("%d replies recorded, want %d", len(lines), len(ids))
-	}
-	var got strings.Builder
-	for i, line := range lines {
-		var r struct {
-			Chunks []json.RawMessage `json:"chunks"`
-		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		c, _ := json.Marshal(r.Chunks)
-		id, _ := json.Marshal(ids[i])
-		got.WriteString(`{"id":` + string(id) + `,"chunks":` + string(c) + "}\n")
-	}
-	path := filepath.Join(fixture, "expect", "pipecat-pipeline.jsonl")
-	if *recordPipecat {
-		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != string(want) {
-		t.Errorf("Pipecat's release points differ from %s (go test ./cmd/underrun -run TestPipecatReleasePoints -pipecat-releases rewrites it):\n%s", path, got.String())
-	}
+	checkReleases(t, out, ids, "pipecat-pipeline", "pipecat-releases", *recordPipecat)
 }
 
 // unmatchedGaps returns the gaps of a longer than 20 ms that no gap of b

@@ -2,16 +2,32 @@
 Pipecat's websocket server transport (ws://127.0.0.1:PORT) that prints each
 binary message's arrival (time.monotonic_ns(), the clock Pipecat's
 SystemClock counts from) and its length in seconds of 16-bit mono audio at
-RATE, until the transport closes the connection.
+RATE, until the transport closes the connection. It asks for the scheduling of
+an audio thread (SCHED_FIFO, as sound servers run theirs; else nice -10;
+else as it is) so that a busy machine does not delay its stamps.
 
   python listener.py PORT [RATE]
 """
 
 import asyncio
+import os
 import sys
 import time
 
 import websockets
+
+
+def audio_priority() -> None:
+    """Runs this process as an audio thread is run, where it may."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.nice(-10)
+    except OSError:
+        pass
 
 
 async def listen(port: int, rate: int) -> None:
@@ -32,4 +48,5 @@ async def listen(port: int, rate: int) -> None:
 
 
 if __name__ == "__main__":
+    audio_priority()
     asyncio.run(listen(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 24000))
