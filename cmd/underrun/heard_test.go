@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline/speak"
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/tts"
 	"github.com/speech-pipeline/underrun/tts/player"
 	"github.com/speech-pipeline/underrun/tts/render"
@@ -247,16 +248,7 @@ func judge(t *testing.T, r heardRun, wav string) score {
 }
 
 // heardTexts are assistant answers with commas, sentence ends and lists.
-var heardTexts = []string{
-	"Sure, I can help with that. The room is on the second floor, next to the lift.",
-	"You will need three things: a passport, a visa, and a return ticket. Bring copies of each.",
-	"The store opens at nine. It closes at six on weekdays, and at four on Saturdays.",
-	"First, preheat the oven. Then mix the flour, the sugar and the butter. Bake it for twenty minutes.",
-	"Your order has shipped. It should arrive on Tuesday, or Wednesday at the latest. Is there anything else?",
-	"I found two flights. One leaves at noon, the other at five. Which one would you like?",
-	"To reset your password, open the settings, choose security, and press reset. You will get an email.",
-	"The weather tomorrow is sunny, with a high of twenty degrees. Rain is expected on Friday.",
-}
+var heardTexts = testkit.Answers
 
 // heardCase makes the i-th evaluation recording: a text, and 0 to 3
 // stalls of 250 to 1200 ms at random tokens.

@@ -5,6 +5,6 @@
 // closes idle keep-alive connections, the events of a vLLM chat stream,
 // a reader read to its end, an engine configuration of a policy and a
 // synthesizer, a turn streamed a word per token, and the arrays of a
-// result file written by hand, and whether the race detector is on. Only
-// tests import it.
+// result file written by hand, whether the race detector is on, and the
+// assistant answers heard's evaluations speak. Only tests import it.
 package testkit

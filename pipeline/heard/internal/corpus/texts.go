@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -23,20 +24,12 @@ const (
 )
 
 // Texts are the answers the corpus speaks, by part: tuning voices speak
-// the first, held-out voices the second. Both have commas, sentence ends,
+// the first (those of cmd/underrun's evaluation of speak's recordings),
+// held-out voices the second. Both have commas, sentence ends,
 // lists and numbers; the held-out ones also questions, a semicolon, a
 // dash and longer sentences.
 var Texts = map[Part][]string{
-	Tune: {
-		"Sure, I can help with that. The room is on the second floor, next to the lift.",
-		"You will need three things: a passport, a visa, and a return ticket. Bring copies of each.",
-		"The store opens at nine. It closes at six on weekdays, and at four on Saturdays.",
-		"First, preheat the oven. Then mix the flour, the sugar and the butter. Bake it for twenty minutes.",
-		"Your order has shipped. It should arrive on Tuesday, or Wednesday at the latest. Is there anything else?",
-		"I found two flights. One leaves at noon, the other at five. Which one would you like?",
-		"To reset your password, open the settings, choose security, and press reset. You will get an email.",
-		"The weather tomorrow is sunny, with a high of twenty degrees. Rain is expected on Friday.",
-	},
+	Tune: testkit.Answers,
 	HeldOut: {
 		"Of course. Your appointment is on Monday at half past ten; please arrive a few minutes early.",
 		"The museum is closed today, but tomorrow it opens at ten in the morning. Tickets cost twelve dollars.",
