@@ -206,7 +206,8 @@ func (s *syncTrace) EndTurn(t *pipeline.Turn) error {
 type Client struct {
 	// BaseURL is the server (see Endpoint).
 	BaseURL string
-	// APIKey, when set, is sent as a bearer token. It is never recorded.
+	// APIKey, when set, is sent as a bearer token. It is never recorded:
+	// a server that echoes it in an error has it redacted.
 	APIKey string
 	// HTTP is the client to send with (nil: one made by NewHTTPClient).
 	HTTP *http.Client
@@ -343,6 +344,11 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 	// the turn's records are written once the request is out, so that
 	// writing them adds nothing to the TTFT
 	s := trace.NewStream(id, session, start)
+	var secrets []string
+	if c.APIKey != "" {
+		secrets = []string{c.APIKey}
+	}
+	s.Secrets = secrets
 	var errs []error
 	record := func(err error) {
 		if err != nil && len(errs) < 4 {
@@ -356,7 +362,8 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 	var capture *trace.CaptureStream
 	if c.Capture != nil {
 		var cerr error
-		capture, cerr = c.Capture.Begin(trace.CaptureRequest{Stream: id, Session: session, Start: start, Method: http.MethodPost, Path: hreq.URL.Path, Model: req.Model})
+		capture, cerr = c.Capture.Begin(trace.CaptureRequest{Stream: id, Session: session, Start: start, Method: http.MethodPost, Path: hreq.URL.Path, Model: req.Model,
+			Secrets: secrets})
 		record(cerr)
 	}
 	var readErr error

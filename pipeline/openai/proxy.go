@@ -36,7 +36,8 @@ const DefaultSessionHeader = "X-Session-Id"
 // forwarded, and recorded to Trace and Capture. Everything else (other
 // routes, requests without "stream": true) is forwarded untouched and not
 // recorded. Request headers, Authorization among them, are never logged or
-// recorded.
+// recorded, and a server that echoes a request's credential (a 401 body
+// quoting the API key) has it redacted from what is logged and recorded.
 //
 // Set the fields before serving; a Proxy is safe for concurrent use.
 type Proxy struct {
@@ -165,6 +166,26 @@ func (w *watch) record(err error) {
 	}
 }
 
+// requestSecrets returns the credentials a request carries: the token of
+// its Authorization header (a bearer token, or the whole value) and the
+// values of the API-key headers other APIs use. A server's echo of one is
+// redacted from what the proxy logs and records.
+func requestSecrets(h http.Header) []string {
+	var out []string
+	if v := h.Get("Authorization"); v != "" {
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			out = append(out, strings.TrimSpace(tok))
+		}
+		out = append(out, v)
+	}
+	for _, k := range []string{"Api-Key", "X-Api-Key"} {
+		if v := h.Get(k); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // firstFailure logs the proxy's first failure to record or guard a
 // stream at once, as a "record_error" event naming the stream: a recording
 // to a full disk is said the moment it fails, not when the stream ends
@@ -211,6 +232,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	session := trace.CutText(r.Header.Get(hdr), trace.MaxName) // a name, not a payload
 	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
 	wt.s = trace.NewStream(wt.id, session, start)
+	wt.s.Secrets = requestSecrets(r.Header)
 	wt.turn = &wt.s.Turn
 	if w := p.claim(req.Messages); w != nil {
 		p.resume(wt, w)
@@ -337,7 +359,8 @@ func (wt *watch) begin() {
 	}
 	if wt.p.Capture != nil {
 		var err error
-		r := trace.CaptureRequest{Stream: wt.id, Session: wt.s.Turn.Session, Start: wt.start, Method: http.MethodPost, Path: wt.path, Model: wt.model}
+		r := trace.CaptureRequest{Stream: wt.id, Session: wt.s.Turn.Session, Start: wt.start, Method: http.MethodPost, Path: wt.path, Model: wt.model,
+			Secrets: wt.s.Secrets}
 		if wt.resumed {
 			r.Resumes, r.ResumeAt = wt.turn.ID, wt.offset
 		}

@@ -48,7 +48,8 @@ func SpeechEndpoint(base string) (string, error) {
 type Speech struct {
 	// BaseURL is the server (see SpeechEndpoint).
 	BaseURL string
-	// APIKey, when set, is sent as a bearer token.
+	// APIKey, when set, is sent as a bearer token; a server that echoes it
+	// in an error has it redacted.
 	APIKey string
 	// Model and Voice are sent as they are (defaults DefaultSpeechModel,
 	// DefaultSpeechVoice).
@@ -177,7 +178,7 @@ func (s *Speech) Synthesize(ctx context.Context, text string) (stream.Utterance,
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, trace.MaxErrorBody))
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("%w: %s %q: %s", stream.ErrSynthesis, s.Name(), clipText(text), trace.HTTPErrorText(resp.StatusCode, b))
+		return nil, fmt.Errorf("%w: %s %q: %s", stream.ErrSynthesis, s.Name(), clipText(text), trace.Redact(trace.HTTPErrorText(resp.StatusCode, b), s.APIKey))
 	}
 	u := &speechUtterance{s: s, text: text, body: resp.Body, cancel: cancel, counted: &countingReader{r: resp.Body}}
 	if err := u.open(resp.Header.Get("Content-Type")); err != nil {

@@ -123,6 +123,11 @@ type CaptureRequest struct {
 	// ResumeAt later, when the request was sent in the turn's time.
 	Resumes  string
 	ResumeAt time.Duration
+	// Secrets are the credentials the request carried (an API key): never
+	// recorded, they are replaced by "[redacted]" in the bytes of the
+	// response wherever one read holds one (a server that echoes the key
+	// in a 401 body).
+	Secrets []string
 }
 
 // Begin starts the capture of the stream of request r.
@@ -136,13 +141,14 @@ func (w *CaptureWriter) Begin(r CaptureRequest) (*CaptureStream, error) {
 		rec.ResumeTNs = &at
 	}
 	err := w.write(&rec)
-	return &CaptureStream{w: w, id: r.Stream}, err
+	return &CaptureStream{w: w, id: r.Stream, secrets: r.Secrets}, err
 }
 
 // CaptureStream records one stream of a CaptureWriter.
 type CaptureStream struct {
-	w  *CaptureWriter
-	id string
+	w       *CaptureWriter
+	id      string
+	secrets []string
 }
 
 func (s *CaptureStream) put(rec *captureRecord, at time.Duration) error {
@@ -161,6 +167,7 @@ func (s *CaptureStream) Response(status int, contentType string, at time.Duratio
 
 // Read records the bytes of one read of the body, which returned at at.
 func (s *CaptureStream) Read(b []byte, at time.Duration) error {
+	b = redactBytes(b, s.secrets)
 	rec := captureRecord{Type: "read"}
 	if utf8.Valid(b) {
 		d := string(b)

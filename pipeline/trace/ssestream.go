@@ -66,6 +66,10 @@ type Stream struct {
 	// ToolCalls are the tool calls the stream carried, in order: each
 	// call's id and name, and when its first delta arrived.
 	ToolCalls []StreamToolCall
+	// Secrets are the credentials the request carried (an API key): a
+	// server that echoes one in an error (a 401 body) has it replaced by
+	// "[redacted]" in the turn's error, which is logged and recorded.
+	Secrets []string
 
 	parser    SSEParser
 	budget    TurnBudget // what the turn took in, against the limits
@@ -163,10 +167,10 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 	case cancelled:
 		s.Turn.Status, s.Turn.Error = pipeline.StatusCancelled, "cancelled"
 		if err != nil && !errors.Is(err, ErrCancelled) {
-			s.Turn.Error = "cancelled: " + err.Error()
+			s.Turn.Error = CutText(Redact("cancelled: "+err.Error(), s.Secrets...), MaxErrorText)
 		}
 	case len(s.errs) > 0:
-		s.Turn.Status, s.Turn.Error = pipeline.StatusError, CutText(strings.Join(s.errs, "; "), MaxErrorText)
+		s.Turn.Status, s.Turn.Error = pipeline.StatusError, CutText(Redact(strings.Join(s.errs, "; "), s.Secrets...), MaxErrorText)
 	case !s.Stats.Done && s.Stats.FinishReason == "":
 		s.Turn.Status, s.Turn.Error = pipeline.StatusError, "stream ended before [DONE] or a finish reason"
 	default:
@@ -177,6 +181,35 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 // ErrCancelled is the error a cancelled read reports when nothing more
 // specific is known.
 var ErrCancelled = errors.New("cancelled")
+
+// redacted replaces a secret in what is logged and recorded.
+const redacted = "[redacted]"
+
+// minSecret is the shortest secret Redact replaces: a shorter one would
+// blot out ordinary text, and no API key is that short.
+const minSecret = 8
+
+// Redact returns text with every secret in it (an API key a server echoed)
+// replaced by "[redacted]".
+func Redact(text string, secrets ...string) string {
+	for _, sec := range secrets {
+		if len(sec) >= minSecret {
+			text = strings.ReplaceAll(text, sec, redacted)
+		}
+	}
+	return text
+}
+
+// redactBytes is Redact for bytes, returning b itself when no secret is
+// in it.
+func redactBytes(b []byte, secrets []string) []byte {
+	for _, sec := range secrets {
+		if len(sec) >= minSecret && bytes.Contains(b, []byte(sec)) {
+			b = bytes.ReplaceAll(b, []byte(sec), []byte(redacted))
+		}
+	}
+	return b
+}
 
 // HTTPErrorText words an HTTP error response, with the message of an OpenAI
 // error body when there is one.
