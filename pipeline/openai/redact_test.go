@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -28,6 +29,9 @@ func echoingServer(t *testing.T) *httptest.Server {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
+		// chunked, no length: a client reads to the end only after the
+		// proxy's handler has returned, having logged and recorded the turn
+		w.(http.Flusher).Flush()
 		io.WriteString(w, `{"error":{"message":"Incorrect API key provided: `+key+`. Check it.","type":"invalid_request_error"}}`)
 	}))
 	t.Cleanup(srv.Close)
@@ -92,7 +96,9 @@ func TestServerEchoOfTheKeyRedacted(t *testing.T) {
 			if !bytes.Contains(body, []byte(echoedKey)) {
 				t.Errorf("the proxy changed the body it forwards: %s", body)
 			}
-			proxy.Close() // the stream's records and log are written
+			for !strings.Contains(log.String(), `"event":"proxy_stream"`) { // the stream's records are written
+				time.Sleep(time.Millisecond)
+			}
 			check(t, "the proxy's log", log.Bytes())
 			check(t, "the proxy's trace", ptr.Bytes())
 			check(t, "the proxy's SSE capture", pcapt.Bytes())
