@@ -260,28 +260,57 @@ type Answer struct {
 	Limit string
 }
 
-// String says the answer in one sentence.
+// String says the answer in one sentence, in the listener's terms: the
+// value that keeps the target share of turns free of interruptions
+// (speech goodput), e.g. "TPOT up to 56.12ms keeps 99% of turns free of
+// interruptions (speech goodput 1.0000 there, target 0.99)".
 func (a Answer) String() string {
-	word, bound := "largest", "above"
-	if a.Param.Increasing() {
-		word, bound = "smallest", "below"
-	}
+	name, keeps := a.Param.Title(), fmt.Sprintf("keeps %s of turns free of interruptions", percent(a.Target))
+	within := fmt.Sprintf("%s..%s", a.Param.Format(a.Lo), a.Param.Format(a.Hi))
 	switch {
 	case !a.Found:
-		return fmt.Sprintf("%s %s with speech goodput >= %g: none in %s..%s", word, a.Param, a.Target, a.Param.Format(a.Lo), a.Param.Format(a.Hi))
+		return fmt.Sprintf("no %s in %s %s (speech goodput target %g)", name, within, keeps, a.Target)
 	case a.AtBound:
-		edge := a.Hi
+		edge, beyond := a.Hi, "more may too"
 		if a.Param.Increasing() {
-			edge = a.Lo
+			edge, beyond = a.Lo, "less may too"
 		}
-		beyond := " or " + bound
 		if a.Limit != "" {
-			beyond = ", " + a.Limit
+			beyond = a.Param.Format(edge) + " is " + a.Limit
 		}
-		return fmt.Sprintf("%s %s with speech goodput >= %g: %s%s (the whole range %s..%s meets it)",
-			word, a.Param, a.Target, a.Param.Format(edge), beyond, a.Param.Format(a.Lo), a.Param.Format(a.Hi))
+		return fmt.Sprintf("every %s in %s %s; %s (speech goodput target %g)", name, within, keeps, beyond, a.Target)
 	}
-	return fmt.Sprintf("%s %s with speech goodput >= %g: %s (goodput %.4f)", word, a.Param, a.Target, a.Param.Format(a.Value), a.Goodput)
+	bound := "up to"
+	if a.Param.Increasing() {
+		bound = "of at least"
+	}
+	return fmt.Sprintf("%s %s %s %s (speech goodput %.4f there, target %g)", name, bound, a.Param.Format(a.Value), keeps, a.Goodput, a.Target)
+}
+
+// Title names the parameter as people say it.
+func (p Param) Title() string {
+	switch p {
+	case ParamTPOT:
+		return "TPOT"
+	case ParamBatch:
+		return "batch"
+	case ParamRate:
+		return "prefill arrival rate"
+	case ParamPrompt:
+		return "interfering prompt length"
+	case ParamTTFA:
+		return "time to first audio"
+	case ParamPreroll:
+		return "pre-roll"
+	case ParamSessions:
+		return "sessions per TTS server"
+	}
+	return string(p)
+}
+
+// percent writes a fraction as a percentage without needless digits.
+func percent(f float64) string {
+	return strconv.FormatFloat(100*f, 'g', 5, 64) + "%"
 }
 
 // Resolution is the precision an inversion stops at.

@@ -28,3 +28,17 @@ func guardEventText(e pipeline.Event) (text string, ok bool) {
 	}
 	return "", false
 }
+
+// turnEndedText words a guard's turn summary (EventTurn) as replay prints
+// it live and proxy logs it, one line a turn.
+func turnEndedText(e pipeline.Event) string {
+	tally := pipeline.TallyUnderruns(e.Playout.Underruns)
+	tools := ""
+	if tally.ToolSilences > 0 {
+		tools = fmt.Sprintf("; %d tool-call %s, %.0f ms", tally.ToolSilences,
+			noun(tally.ToolSilences, "silence", "silences"), pipeline.Millis(tally.ToolSilence))
+	}
+	return fmt.Sprintf("turn ended (%s): %d %s, %d %s, %.0f ms of silence%s",
+		e.Record.Status, tally.Interruptions, noun(tally.Interruptions, "interruption", "interruptions"),
+		tally.Glitches, noun(tally.Glitches, "glitch", "glitches"), pipeline.Millis(tally.Silence), tools)
+}

@@ -112,14 +112,21 @@ func newMonitorCommand(e *env) *cobra.Command {
 	c := &monitorCommand{env: e}
 	cmd := newCommand("monitor", "Watch live voice sessions: websocket ingest, live page, Prometheus metrics",
 		monitorLong, monitorExample, positional(0, 0, ""),
-		func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) })
+		func(cmd *cobra.Command, _ []string) error {
+			if c.loadModel && !cmd.Flags().Changed("events") {
+				// a load test's events are the load: thousands a second
+				c.events = ""
+				fmt.Fprintf(e.stderr, "underrun monitor: --load-model: no event log (--events FILE or - writes one); the load's own report counts the drains\n")
+			}
+			return c.run(cmd.Context())
+		})
 	fs := cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringArrayVar(&c.listen, "listen", []string{defaultMonitorListen}, "`HOST:PORT` or unix:PATH to listen on (repeatable); beyond loopback it needs --token")
 	fs.StringVar(&c.token, "token", os.Getenv("UNDERRUN_MONITOR_TOKEN"), "the monitor's bearer `TOKEN`: every request must carry it (default $UNDERRUN_MONITOR_TOKEN)")
 	fs.StringSliceVar(&c.origins, "origin", nil, "browser `ORIGIN` allowed besides the monitor's own (repeatable; * for any)")
 	fs.StringVar(&c.record, "record", "", "write everything received to `FILE` as a native trace")
-	fs.StringVar(&c.events, "events", "-", "write the zerolog JSON event log to `FILE` (- for stderr, \"\" for none)")
+	fs.StringVar(&c.events, "events", "-", "write the zerolog JSON event log to `FILE` (- for stderr, \"\" for none; with --load-model: none)")
 	bindForce(fs, &c.force)
 	fs.DurationVar(&c.warn, "warn-tolerance", defaultMonitorWarn, "raise a stall_warning when a stream is this close to starving the player (0: none)")
 	fs.Int64Var(&c.maxMessage, "max-message", monitor.DefaultMaxMessage, "largest ingest message in `BYTES`")
@@ -133,7 +140,7 @@ func newMonitorCommand(e *env) *cobra.Command {
 	bindAllowHost(fs, &c.allowHosts, "; with --token every host is answered")
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time sessions get to close on shutdown")
 	fs.IntVar(&c.gcMemory, "gc-memory", defaultGCMemory, "collect garbage only when the heap nears this many `MiB` (0: Go's default pacing)")
-	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (50 ms tokens, token chunking, no TTS latency), not as the speech flags say")
+	fs.BoolVar(&c.loadModel, "load-model", false, "speak as monitor load expects (50 ms tokens, token chunking, no TTS latency), with no event log unless --events")
 	c.otlp.bind(fs)
 	showFlags(cmd, "listen", "token", "record", "events", "warn-tolerance", "stack", "chunking", "load-model")
 	cmd.AddCommand(newMonitorFeedCommand(e), newMonitorLoadCommand(e), newMonitorRulesCommand(e), newMonitorEchoCommand(e), newMonitorSinkCommand(e), newMonitorWatchCommand(e))

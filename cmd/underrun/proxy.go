@@ -26,8 +26,9 @@ played, as it streams, through the speech model in wall-clock time: the
 moment a listener's audio would run dry an "underrun_started" event is
 logged, then the underrun itself (the same as analyze would report) and a
 turn summary; --warn-tolerance logs a "stall_warning" when the stream is
-that close to starving the player. Events are zerolog JSON lines (--events,
-stderr by default). The session of a turn is taken from the X-Session-Id
+that close to starving the player. Events are zerolog JSON lines, written to
+--events FILE (- for stderr); without it, stderr gets one line a turn (and
+the stall warnings). The session of a turn is taken from the X-Session-Id
 request header. Headers, Authorization among them, are never logged or
 recorded.
 
@@ -87,9 +88,27 @@ func newProxyCommand(e *env) *cobra.Command {
 	c.out.bindWithout(fs, wavFlagNames...)
 	showFlags(cmd, "url", "listen", "output", "sse", "events", "warn-tolerance", "stack", "chunking", "tts-latency", "report")
 	c.out.live = true // its event log is written as it goes
-	fs.Lookup("events").DefValue = "-"
-	fs.Set("events", "-")
 	return cmd
+}
+
+// say writes the proxy's own line for a guard event on stderr: one a turn,
+// and the stall warnings --warn-tolerance asks for; the events themselves
+// go to the --events log.
+func (c *proxyCommand) say(e pipeline.Event) {
+	text := ""
+	switch e.Kind {
+	case pipeline.EventTurn:
+		text = turnEndedText(e)
+	case pipeline.EventStall:
+		text, _ = guardEventText(e)
+	default:
+		return
+	}
+	who := e.Turn
+	if e.Session != "" {
+		who += " (session " + e.Session + ")"
+	}
+	fmt.Fprintf(c.env.stderr, "proxy: %s: %s\n", who, text)
 }
 
 func (c *proxyCommand) run(ctx context.Context) error {
@@ -117,7 +136,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	// again, silently, exactly as analyze would
 	events := s.log
 	s.log = zerolog.Nop()
-	g, err := pipeline.NewGuard(s.cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn})
+	g, err := pipeline.NewGuard(s.cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn, OnEvent: c.say})
 	if err != nil {
 		s.abort()
 		return usageError{err}

@@ -297,15 +297,7 @@ func (r *replayRun) event(e pipeline.Event) {
 		begin := now - e.Now
 		r.audio.Add(int64(math.Round((begin+e.Speech.PlayStart).Seconds()*rate)), samples)
 	case pipeline.EventTurn:
-		tally := pipeline.TallyUnderruns(e.Playout.Underruns)
-		tools := ""
-		if tally.ToolSilences > 0 {
-			tools = fmt.Sprintf("; %d tool-call %s, %.0f ms", tally.ToolSilences,
-				noun(tally.ToolSilences, "silence", "silences"), pipeline.Millis(tally.ToolSilence))
-		}
-		line("turn ended (%s): %d %s, %d %s, %.0f ms of silence%s",
-			e.Record.Status, tally.Interruptions, noun(tally.Interruptions, "interruption", "interruptions"),
-			tally.Glitches, noun(tally.Glitches, "glitch", "glitches"), pipeline.Millis(tally.Silence), tools)
+		line("%s", turnEndedText(e))
 		// the event log has its live events already: report and sinks only
 		r.session.report.Add(e.Record, e.Playout)
 		for _, sink := range r.session.sinks {

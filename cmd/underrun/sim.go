@@ -358,6 +358,12 @@ func (c *simCommand) runQuestions(cmd *cobra.Command, s *scenarios.Scenario) err
 	}
 	var b strings.Builder
 	describeScenario(&b, s)
+	cfg := s.Setup.Config
+	speech := cfg.Policy.Name() + " chunking, TTS " + cfg.Synth.String()
+	if cfg.Stack != "" {
+		speech = "stack " + cfg.Stack + ": " + speech
+	}
+	fmt.Fprintf(&b, "speech: %s; the answers are for it\n", speech)
 	if len(points) > 0 {
 		fmt.Fprintf(&b, "sweep %s: %d values, %d turns each (the same turns at every value)\n\n", sw, len(points), opts.Turns)
 		sim.WriteSweep(&b, sw, points, c.target, s.Setup.Server)
