@@ -181,7 +181,7 @@ func child(b *testing.B, name string, args ...string) (time.Duration, int64, tim
 
 // BenchmarkAnalyzeVsPythonJSON is the whole-process comparison of issue
 // 16: on a generated vLLM --save-detailed file it builds and runs
-// `underrun analyze --output json` (defaults, and --max-tpot=false) and
+// `underrun analyze --report json` (defaults, and --max-tpot=false) and
 // `python3 -c 'import json; json.load(open(F))'`, one after the other in
 // each iteration, and reports each one's wall time and peak resident
 // memory and CPU time, the ratios of analyze's wall time to Python's and
@@ -235,7 +235,7 @@ func BenchmarkAnalyzeVsPythonJSON(b *testing.B) {
 	b.ReportMetric(float64(analyzeRSS)/float64(max(itls, 1)), "analyze-B/itl")
 }
 
-// BenchmarkAnalyzeVLLM runs `analyze --output json` inside the test
+// BenchmarkAnalyzeVLLM runs `analyze --report json` inside the test
 // process on the generated vLLM file (benchVLLMFile), with and without
 // the per-turn largest safe TPOT, for profiles (-cpuprofile, -memprofile).
 func BenchmarkAnalyzeVLLM(b *testing.B) {
@@ -265,7 +265,7 @@ func BenchmarkAnalyzeVLLM(b *testing.B) {
 	}
 }
 
-// TestAnalyzeMemoryPerITL runs `analyze --output json` as its own process
+// TestAnalyzeMemoryPerITL runs `analyze --report json` as its own process
 // on two generated vLLM files, of about 1.5 and 64 MB, and bounds what
 // its peak memory grows by per ITL: 8 bytes for the one pool of them
 // (vLLM's floats of seconds, exact; the report's figures read them from

@@ -110,7 +110,7 @@ scrape_configs:
 		InterruptionsPerMinute float64 `json:"interruptions_per_minute"`
 	}
 	if err := json.Unmarshal([]byte(out), &truth); err != nil {
-		t.Fatalf("analyze --output json: %v", err)
+		t.Fatalf("analyze --report json: %v", err)
 	}
 	if truth.Turns != 10 || truth.Interruptions.Count == 0 || truth.SpeechGoodput == 1 {
 		t.Fatalf("the traces should hold 10 turns, some interrupted: %+v", truth)

@@ -49,7 +49,7 @@ type truthGap struct {
 	cause          string
 }
 
-// heardRun is one recording made by speak --wav-out with its record.
+// heardRun is one recording made by speak --wav with its record.
 type heardRun struct {
 	name, wav, rec string
 	gaps           []truthGap
@@ -354,7 +354,7 @@ func speakHeardSetup(t *testing.T) {
 	streamtest.Espeak(t, 320)
 }
 
-// The evaluation: recordings made by speak --wav-out (espeak-ng) of
+// The evaluation: recordings made by speak --wav (espeak-ng) of
 // answers with commas, sentence ends and lists, with none to three
 // stalls, heard clean and with noise and a level drop: every gap the
 // player counted (of 80 ms or more) is found, its start within 20 ms,

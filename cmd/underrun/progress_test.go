@@ -104,7 +104,7 @@ func TestProgressBarOnTerminal(t *testing.T) {
 	// on stderr only
 	code, js, term := ptyRun(t, 0, "analyze", "--max-tpot=false", "--report", "json", path)
 	if code == exitUsage || !bar.MatchString(term) {
-		t.Errorf("analyze --output json: exit %d, terminal %q", code, term)
+		t.Errorf("analyze --report json: exit %d, terminal %q", code, term)
 	}
 	var report map[string]any
 	if err := json.Unmarshal([]byte(js), &report); err != nil || strings.ContainsAny(js, "\r\x1b") {

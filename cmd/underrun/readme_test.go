@@ -496,7 +496,7 @@ func TestREADMEConventions(t *testing.T) {
 		{"background, a port reused", "underrun mock --listen 127.0.0.1:18433 --scenario default &\nkill %1\n" +
 			"underrun mock --listen 127.0.0.1:18433 --scenario default &", ""},
 		{"background, an upstream named", "underrun mock --listen 127.0.0.1:18435 --scenario default &\n" +
-			"underrun proxy --listen 127.0.0.1:18436 --upstream http://127.0.0.1:18435 &\n" +
+			"underrun proxy --listen 127.0.0.1:18436 --url http://127.0.0.1:18435 &\n" +
 			"curl -sf http://127.0.0.1:18436/v1/models > /dev/null   # (readme-test: needs curl)", ""},
 		{"background, a port taken", "(underrun mock --listen 127.0.0.1:18434 --scenario default &)\n" +
 			"until (exec 3<>/dev/tcp/127.0.0.1/18434) 2>/dev/null; do sleep 0.01; done\n" +

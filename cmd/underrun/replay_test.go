@@ -56,7 +56,7 @@ func TestReplayMatchesAnalyze(t *testing.T) {
 	}
 	for _, want := range []string{"replaying 1 turn", "stall warning", "underrun started", "underrun: ", "turn ended (ok)"} {
 		if !strings.Contains(errOut, want) {
-			t.Errorf("live output (stderr with -o json) lacks %q:\n%s", want, errOut)
+			t.Errorf("live output (stderr with --report json) lacks %q:\n%s", want, errOut)
 		}
 	}
 	// the drain is printed before the complete underrun

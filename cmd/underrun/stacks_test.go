@@ -83,7 +83,7 @@ func TestStackFlag(t *testing.T) {
 	}
 }
 
-// simResult is the part of `sim -o json` these tests read.
+// simResult is the part of `sim --report json` these tests read.
 type simResult struct {
 	Report struct {
 		Interruptions struct {

@@ -163,7 +163,7 @@ tr.bad td { background: #fbe9de; }
 {{range .Turns}}<tr{{if .Interruptions.Count}} class="bad"{{end}}><td class="l">{{.Turn}}</td><td class="l">{{.Status}}</td><td>{{.Tokens}}</td><td>{{f 0 .TTFTMs}}</td><td>{{ms .TPOTMs 1}}</td><td>{{ms .TTFAMs 0}}</td><td>{{f 0 .SpeechMs}}</td><td>{{.Glitches.Count}}</td><td>{{.Interruptions.Count}}</td><td>{{f 0 .Underruns.TotalMs}}</td><td>{{ms .MinToleranceMs 0}}</td><td>{{f 0 .MinPrerollMs}}</td></tr>
 {{end}}</tbody>
 </table>
-{{if .TurnsOmitted}}<p class="note">{{.TurnsOmitted}} more turns are left out of this table; the JSON report (--output json --per-turn) has them all.</p>{{end}}
+{{if .TurnsOmitted}}<p class="note">{{.TurnsOmitted}} more turns are left out of this table; the JSON report (--report json --per-turn) has them all.</p>{{end}}
 {{end}}
 {{if .Underruns}}<h2>Underruns</h2>
 <table>
