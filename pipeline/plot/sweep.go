@@ -2,8 +2,10 @@ package plot
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 )
@@ -72,11 +74,22 @@ func (s *Sweep) Validate() error {
 // does.
 func SafeLimit(points []SweepPoint, slo float64, increasing bool) (v float64, ok bool) {
 	ps := slices.Clone(points)
+	sortPoints(ps)
+	return safeLimitSorted(ps, slo, increasing)
+}
+
+// sortPoints sorts points by value, in place.
+func sortPoints(ps []SweepPoint) {
 	slices.SortStableFunc(ps, func(a, b SweepPoint) int { return cmp.Compare(a.Value, b.Value) })
-	if increasing {
-		slices.Reverse(ps)
-	}
-	for _, p := range ps {
+}
+
+// safeLimitSorted is SafeLimit of points sorted by value.
+func safeLimitSorted(ps []SweepPoint, slo float64, increasing bool) (v float64, ok bool) {
+	for i := range ps {
+		p := ps[i]
+		if increasing {
+			p = ps[len(ps)-1-i]
+		}
 		if p.Goodput < slo {
 			break
 		}
@@ -85,10 +98,99 @@ func SafeLimit(points []SweepPoint, slo float64, increasing bool) (v float64, ok
 	return v, ok
 }
 
+// MaxSweepPoints is the most points ReadSweep takes: 100 MB of them.
+const MaxSweepPoints = 1 << 22
+
+// ReadSweep reads a sweep's JSON (Sweep's fields) from r as it streams:
+// the points are decoded one by one into 24 bytes each, never the file
+// held whole, so a sweep of millions of runs reads in proportion to its
+// points (at most MaxSweepPoints). A field Sweep does not have is an
+// error, as is a point that is not a SweepPoint.
+func ReadSweep(r io.Reader) (*Sweep, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := expectDelim(dec, '{', "a JSON object"); err != nil {
+		return nil, err
+	}
+	var s Sweep
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSweep, err)
+		}
+		key, _ := tok.(string)
+		var into any
+		switch key {
+		case "points":
+			if err := readPoints(dec, &s); err != nil {
+				return nil, err
+			}
+			continue
+		case "param":
+			into = &s.Param
+		case "unit":
+			into = &s.Unit
+		case "goodput_slo":
+			into = &s.GoodputSLO
+		case "increasing":
+			into = &s.Increasing
+		case "safe":
+			into = &s.Safe
+		case "has_safe":
+			into = &s.HasSafe
+		default:
+			return nil, fmt.Errorf("%w: unknown field %q", ErrSweep, key)
+		}
+		if err := dec.Decode(into); err != nil {
+			return nil, fmt.Errorf("%w: field %q: %w", ErrSweep, key, err)
+		}
+	}
+	if err := expectDelim(dec, '}', "the end of the object"); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// readPoints reads the points array, one point at a time.
+func readPoints(dec *json.Decoder, s *Sweep) error {
+	if err := expectDelim(dec, '[', `an array of points for "points"`); err != nil {
+		return err
+	}
+	for dec.More() {
+		if len(s.Points) == MaxSweepPoints {
+			return fmt.Errorf("%w: more than %d points; want at most that", ErrSweep, MaxSweepPoints)
+		}
+		var p SweepPoint
+		if err := dec.Decode(&p); err != nil {
+			return fmt.Errorf("%w: point %d: %w", ErrSweep, len(s.Points), err)
+		}
+		s.Points = append(s.Points, p)
+	}
+	return expectDelim(dec, ']', `the end of "points"`)
+}
+
+// expectDelim reads the next token, which must be the delimiter d.
+func expectDelim(dec *json.Decoder, d json.Delim, what string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%w: want %s: %w", ErrSweep, what, err)
+	}
+	if tok != d {
+		return fmt.Errorf("%w: want %s, got %v", ErrSweep, what, tok)
+	}
+	return nil
+}
+
+// maxMarkedPoints is the most points a sweep plot draws one by one, each
+// with its marker and tooltip; past it each series is drawn as its lowest
+// and highest point in every pixel column (what a plot of that width can
+// show of them), so that the figure is the same size for any sweep.
+const maxMarkedPoints = 2000
+
 // Figure draws the sweep: interruption rate (top) and speech goodput
 // (bottom) against the swept value, the goodput SLO line and the largest
-// safe value marked on both panels. It returns an error for an invalid
-// sweep.
+// safe value marked on both panels. It sorts Points by value, in place. It
+// returns an error for an invalid sweep.
 func (s *Sweep) Figure() (*Figure, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -100,11 +202,11 @@ func (s *Sweep) Figure() (*Figure, error) {
 		top2, h2       = 320.0, 200.0
 		markerR, lineW = 3.5, 2.0
 	)
-	ps := slices.Clone(s.Points)
-	slices.SortStableFunc(ps, func(a, b SweepPoint) int { return cmp.Compare(a.Value, b.Value) })
+	ps := s.Points
+	sortPoints(ps)
 	safe, hasSafe := s.Safe, s.HasSafe
 	if !hasSafe && s.GoodputSLO > 0 {
-		safe, hasSafe = SafeLimit(ps, s.GoodputSLO, s.Increasing)
+		safe, hasSafe = safeLimitSorted(ps, s.GoodputSLO, s.Increasing)
 	}
 	bound := "largest"
 	if s.Increasing {
@@ -121,6 +223,9 @@ func (s *Sweep) Figure() (*Figure, error) {
 	f := NewFigure(W, 640, "sweep of "+param)
 	f.Text(left, 24, "Interruptions and speech goodput against "+param, titleText)
 	note := fmt.Sprintf("%d runs", len(ps))
+	if len(ps) > maxMarkedPoints {
+		note += " (each line its lowest and highest run in every pixel column)"
+	}
 	if s.GoodputSLO > 0 {
 		note += fmt.Sprintf("; SLO: speech goodput at least %.4g%%", 100*s.GoodputSLO)
 	}
@@ -171,6 +276,10 @@ func (s *Sweep) Figure() (*Figure, error) {
 		f.Text(x.p1-4, py+14, fmt.Sprintf("SLO %.4g%%", 100*s.GoodputSLO), ts)
 	}
 	series := func(y scale, val func(SweepPoint) float64, c Style, what string) {
+		if len(ps) > maxMarkedPoints {
+			f.Path(columnEnvelope(ps, x, y, val), false, c, nil)
+			return
+		}
 		pts := make([]float64, 0, 2*len(ps))
 		for _, p := range ps {
 			pts = append(pts, x.at(p.Value), y.at(val(p)))
@@ -198,4 +307,33 @@ func (s *Sweep) Figure() (*Figure, error) {
 	top := top2 + h2 + 46
 	f.Height = top + f.legend(left, top, x.p1-left, items) + 10
 	return f, nil
+}
+
+// columnEnvelope draws the points (sorted by value) of one series as a
+// line through its lowest and highest point in each pixel column, in the
+// order they come: at most four coordinates a column, whatever the number
+// of points.
+func columnEnvelope(ps []SweepPoint, x, y scale, val func(SweepPoint) float64) []float64 {
+	var pts []float64
+	for i := 0; i < len(ps); {
+		col := math.Floor(x.at(ps[i].Value))
+		lo, hi := i, i
+		j := i + 1
+		for ; j < len(ps) && math.Floor(x.at(ps[j].Value)) == col; j++ {
+			if val(ps[j]) < val(ps[lo]) {
+				lo = j
+			}
+			if val(ps[j]) > val(ps[hi]) {
+				hi = j
+			}
+		}
+		for _, k := range []int{min(lo, hi), max(lo, hi)} {
+			pts = append(pts, x.at(ps[k].Value), y.at(val(ps[k])))
+			if lo == hi {
+				break
+			}
+		}
+		i = j
+	}
+	return pts
 }
