@@ -6,7 +6,7 @@ every gap inside a reply and names the token delay behind it.
 Written and tested against pipecat-ai 1.14.0 (cmd/underrun/docs/pipecat.md).
 """
 
-from .client import MonitorClient, MonitorError
+from underrun_monitor import MonitorClient, MonitorError
 from .observer import HeardGap, UnderrunObserver
 
 __all__ = ["HeardGap", "MonitorClient", "MonitorError", "UnderrunObserver"]

@@ -52,7 +52,7 @@ from pipecat.services.llm_service import LLMService
 from pipecat.services.tts_service import TTSService
 from pipecat.transports.base_output import BaseOutputTransport
 
-from .client import MonitorClient, MonitorError
+from underrun_monitor import MonitorClient, MonitorError
 
 #: A silence of at least this length inside a turn is an interruption (as
 #: underrun grades them); shorter ones are glitches.

@@ -1,7 +1,8 @@
 """MonitorClient against monitors that misbehave: never blocks, never raises
 into the app, grows no further than its queue, and reports each failure
-once. Run: .venv/bin/python -m unittest discover -s tests (the Go test
-TestPipecatClientNeverBlocks in cmd/underrun runs it)."""
+once. Run from pipeline/monitor/pyclient with an adapter's virtual
+environment: ../pipecat/.venv/bin/python -m unittest discover -s tests (the
+Go test TestPythonClientNeverBlocks in cmd/underrun does)."""
 
 import asyncio
 import json
@@ -12,7 +13,7 @@ import unittest
 import websockets
 from websockets.asyncio.server import serve
 
-from underrun_pipecat import MonitorClient
+from underrun_monitor import MonitorClient
 
 
 def free_port():
