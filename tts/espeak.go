@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gopxl/beep/v2"
 )
 
 // EspeakProgram is the program Espeak runs.
@@ -113,31 +111,4 @@ func clip(s string) string {
 		return s
 	}
 	return s[:37] + "..."
-}
-
-// readStreamer reads a beep streamer to its end as mono audio: its two
-// channels mixed (MixChannels), or channel 1 or 2 alone.
-func readStreamer(s beep.Streamer, format beep.Format, hint, channel int) (Audio, error) {
-	a := Audio{Rate: int(format.SampleRate), Samples: make([]float32, 0, max(0, hint))}
-	buf := make([][2]float64, 1024)
-	for {
-		n, ok := s.Stream(buf)
-		for _, f := range buf[:n] {
-			v := (f[0] + f[1]) / 2
-			if channel == 1 || channel == 2 {
-				v = f[channel-1]
-			}
-			a.Samples = append(a.Samples, float32(v))
-		}
-		if !ok || n == 0 {
-			break
-		}
-	}
-	if err := s.Err(); err != nil {
-		return Audio{}, fmt.Errorf("decode wav: %w", err)
-	}
-	if a.Rate <= 0 {
-		return Audio{}, fmt.Errorf("decode wav: sample rate %d", a.Rate)
-	}
-	return a, nil
 }
