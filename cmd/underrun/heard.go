@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -133,27 +134,18 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(args[0])
-	if err != nil {
-		return usageError{err}
-	}
-	audio, err := tts.DecodeRecording(b, channel)
-	if err != nil {
-		return usagef("%s: %w", args[0], err)
-	}
 	var turns []*pipeline.Turn
 	if len(args) == 2 {
 		if turns, err = c.readTrace(ctx, args[1], &cfg); err != nil {
 			return err
 		}
 	}
-	opts := heard.Options{Detector: heard.Detector{MinSilence: c.minGap}, Offset: c.offset, AutoOffset: !c.cmd.Flags().Changed("offset")}
-	res, err := heard.Analyze(audio, turns, cfg, opts)
+	res, err := c.analyze(ctx, args[0], channel, turns, cfg)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if len(turns) == 0 {
-		return c.finishAlone(args[0], audio, res)
+		return c.finishAlone(args[0], res)
 	}
 	s, err := c.out.begin(c.env, cfg)
 	if err != nil {
@@ -166,7 +158,7 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 		}
 	}
 	if c.plot != "" {
-		if err := c.writePlot(audio, res); err != nil {
+		if err := c.writePlot(res); err != nil {
 			s.abort()
 			return err
 		}
@@ -175,20 +167,43 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 		if asJSON {
 			return writeHeardJSON(w, r, res)
 		}
-		writeHeardText(w, args[0], audio, res)
+		writeHeardText(w, args[0], res)
 		return writeTextReport(w, r, c.out.list)
 	}
 	return s.finish()
 }
 
+// analyze reads the recording name as it is decoded (its memory stays
+// bounded, whatever its length) and hears it against turns.
+func (c *heardCommand) analyze(ctx context.Context, name string, channel int, turns []*pipeline.Turn, cfg pipeline.Config) (*heard.Result, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer f.Close()
+	rec, err := tts.OpenRecording(f, channel)
+	if err != nil {
+		return nil, usagef("%s: %w", name, err)
+	}
+	opts := heard.Options{Detector: heard.Detector{MinSilence: c.minGap}, Offset: c.offset, AutoOffset: !c.cmd.Flags().Changed("offset")}
+	res, err := heard.AnalyzeRecording(ctx, rec, rec.Rate(), turns, cfg, opts)
+	if errors.Is(err, tts.ErrRecordingFormat) {
+		return nil, usagef("%s: %w", name, err)
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return res, nil
+}
+
 // finishAlone reports a recording heard without a trace: its silences,
 // and the verdict (fail on an interruption).
-func (c *heardCommand) finishAlone(name string, audio tts.Audio, res *heard.Result) error {
+func (c *heardCommand) finishAlone(name string, res *heard.Result) error {
 	if c.out.output != "text" && c.out.output != "json" {
 		return usagef("--report: want text or json, got %q", c.out.output)
 	}
 	if c.plot != "" {
-		if err := c.writePlot(audio, res); err != nil {
+		if err := c.writePlot(res); err != nil {
 			return err
 		}
 	}
@@ -206,7 +221,7 @@ func (c *heardCommand) finishAlone(name string, audio tts.Audio, res *heard.Resu
 			return err
 		}
 	} else {
-		writeHeardText(c.env.stdout, name, audio, res)
+		writeHeardText(c.env.stdout, name, res)
 		fmt.Fprintf(c.env.stdout, "underruns: %d (%.0f ms); glitches: %d; interruptions: %d (%.0f ms)\nverdict: %s\n",
 			len(us), ms(t.Silence), t.Glitches, t.Interruptions, ms(t.Interrupted), strings.ToUpper(verdict))
 	}
@@ -305,10 +320,10 @@ func writeHeardJSON(w io.Writer, r *pipeline.Report, res *heard.Result) error {
 	return enc.Encode(out)
 }
 
-func writeHeardText(w io.Writer, name string, a tts.Audio, res *heard.Result) {
+func writeHeardText(w io.Writer, name string, res *heard.Result) {
 	gaps := res.Gaps()
 	fmt.Fprintf(w, "recording %s: %.1f s at %d Hz; noise floor %.0f dBFS, speech %.0f dBFS, silence under %.0f dBFS\n",
-		name, a.Duration().Seconds(), a.Rate, res.Levels.Floor, res.Levels.Speech, res.Levels.Threshold)
+		name, res.Levels.Duration.Seconds(), res.Rate, res.Levels.Floor, res.Levels.Speech, res.Levels.Threshold)
 	if len(res.Turns) > 0 {
 		fmt.Fprintf(w, "the trace's first request lies at %.1f ms of the recording; the voice's own pauses: %.0f ms between words, %.0f ms at a clause end, %.0f ms at a sentence end\n",
 			ms(res.Offset), ms(res.Pauses[heard.AtWord]), ms(res.Pauses[heard.AtClause]), ms(res.Pauses[heard.AtSentence]))
@@ -346,14 +361,14 @@ func clipWords(s string, n int) string {
 
 // writePlot draws the recording's waveform with its gaps above each
 // turn's timeline as the engine plays it with the gaps heard (--plot).
-func (c *heardCommand) writePlot(a tts.Audio, res *heard.Result) error {
+func (c *heardCommand) writePlot(res *heard.Result) error {
 	f, err := createOutput("--plot", c.plot)
 	if err != nil {
 		return err
 	}
-	w := plot.Waveform{Samples: a.Samples, Rate: a.Rate, Threshold: res.Levels.Threshold}
+	w := plot.Waveform{Min: res.Envelope.Min, Max: res.Envelope.Max, Step: res.Envelope.Step, Duration: res.Levels.Duration, Threshold: res.Levels.Threshold}
 	for _, h := range res.Silences {
-		w.Marks = append(w.Marks, plot.WaveMark{Start: h.Start, End: h.End, Gap: h.Kind == heard.Gap, GapStart: h.GapStart, Label: string(h.Place)})
+		w.Marks = append(w.Marks, plot.WaveMark{Start: h.Start, End: h.End, Gap: h.Kind == heard.Gap, GapStart: h.GapStart, GapEnd: h.GapStart + h.GapLength, Label: string(h.Place)})
 	}
 	var tls []plot.Timeline
 	var bases []time.Duration

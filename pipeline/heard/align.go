@@ -35,12 +35,24 @@ type boundary struct {
 	place Place         // AtWord, AtClause or AtSentence
 	art   time.Duration // the voice's articulation time of the text before off
 	gap   time.Duration // the underrun the engine predicts before the word, 0 if none
+	gapAt time.Duration // where it begins, in the turn's time
+	// chunk is the speech chunk the next word is in, and opens whether
+	// that chunk begins here (a place where the synthesizer's audio of
+	// one chunk ends and the next begins: its own padding, or a gap);
+	// earliest is when, in the turn's time, the engine has that chunk's
+	// first audio ready (its text released, and the synthesizer's
+	// latency): its sound cannot begin before.
+	chunk    int
+	opens    bool
+	earliest time.Duration
 }
 
-// boundaries returns the places between the words of text, with the
-// articulation time (the voice's, its pauses left out) before each, and
-// the articulation time of the whole text.
-func boundaries(text string, v tts.Voice) ([]boundary, time.Duration) {
+// boundaries returns the places between the words of text, and at each
+// offset of splits that falls inside a word (a speech chunk that begins
+// mid-word: token chunking), with the articulation time (the voice's, its
+// pauses left out) before each, and the articulation time of the whole
+// text.
+func boundaries(text string, v tts.Voice, splits ...int) ([]boundary, time.Duration) {
 	v.CommaPause, v.SentencePause = 0, 0
 	m := v.Meter()
 	var out []boundary
@@ -48,15 +60,23 @@ func boundaries(text string, v tts.Voice) ([]boundary, time.Duration) {
 	last := 0 // text metered so far
 	inWord, seen := false, false
 	place := AtWord
+	split := 0
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		word := unicode.IsLetter(r) || unicode.IsDigit(r) || (inWord && (r == '\'' || r == '’'))
+		for split < len(splits) && splits[split] < i {
+			split++
+		}
 		switch {
 		case word && !inWord && seen:
 			art += m.Add(text[last:i])
 			last = i
 			out = append(out, boundary{off: i, place: place, art: art})
 			place = AtWord
+		case word && inWord && split < len(splits) && splits[split] == i:
+			art += m.Add(text[last:i])
+			last = i
+			out = append(out, boundary{off: i, place: InWord, art: art})
 		case !word && seen:
 			switch {
 			case tts.IsSentenceEnd(r):
@@ -79,6 +99,7 @@ func boundaries(text string, v tts.Voice) ([]boundary, time.Duration) {
 type run struct {
 	sound  time.Duration // sound (silences taken out) from the turn's first sound to the run
 	length time.Duration
+	end    time.Duration // where it ends, in the turn's time (the recording's offset taken out)
 }
 
 // Costs of the alignment: how unlikely each thing is, in units of a
@@ -94,6 +115,45 @@ const (
 	maxInWordRun     = 3 // silences inside words in a row
 )
 
+// alignOpts are what the alignment knows of the voice and the timing.
+type alignOpts struct {
+	// missChunk is the cost of a speech chunk's start heard with no
+	// silence: 0 for a voice that runs one chunk's audio into the next,
+	// more for one that pads each chunk with silence of its own.
+	missChunk float64
+	// timed says whether the boundaries' earliest times hold (the turn's
+	// place in the recording is known), and slack how far off they may
+	// be.
+	timed bool
+	slack time.Duration
+	// padded says the voice pads each chunk: a long silence where a chunk
+	// begins is its own.
+	padded bool
+	// k is where a chunk's sound begins against the engine's timing when
+	// it plays as soon as it is ready, known within window.
+	k, window time.Duration
+}
+
+// costResumed is the reward for placing a silence where a chunk begins
+// whose audio the timing says was ready just as the silence ended.
+const costResumed = 2.0
+
+// atWord is the cost of a silence of length l between two words with no
+// punctuation: voices pause there briefly, and seldom long.
+func atWord(l time.Duration) float64 {
+	switch {
+	case l <= 80*time.Millisecond:
+		return 0.5 * costAtWord
+	case l <= 200*time.Millisecond:
+		return costAtWord
+	}
+	return 2.5 * costAtWord
+}
+
+// timingSigma scales the cost of a word heard before its chunk's audio
+// can have been there.
+const timingSigma = 20 * time.Millisecond
+
 // align places each run at a boundary (its index) or inside a word (-1):
 // the placement that makes the sound between silences fit the voice's
 // articulation time of the text between their places best (the voice's
@@ -102,7 +162,7 @@ const (
 // gap before a word would otherwise slide to the clause end a word on,
 // where a silence costs nothing). Dynamic programming over (run, boundary), in a band around
 // where the rate puts each run.
-func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []int {
+func align(runs []run, total time.Duration, bs []boundary, art time.Duration, ao alignOpts) []int {
 	out := make([]int, len(runs))
 	for i := range out {
 		out[i] = -1
@@ -133,6 +193,9 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 		if b.gap >= predictedHeard {
 			c += costMissGap
 		}
+		if b.opens {
+			c += ao.missChunk
+		}
 		missing[j+1] = missing[j] + c
 	}
 	missed := func(from, to int) float64 { // boundaries from..to-1 unheard
@@ -142,7 +205,7 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 		return missing[to] - missing[from]
 	}
 	seg := func(ds, da float64) float64 {
-		sigma := 0.04 + 0.1*math.Max(ds, da)
+		sigma := 0.05 + 0.2*math.Max(ds, da)
 		d := (ds - da) / sigma
 		return d * d
 	}
@@ -153,13 +216,32 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration) []
 		return costInWord + float64(l-inWordShort)/float64(20*time.Millisecond)
 	}
 	emit := func(k, j int) float64 { // run k placed at boundary j
+		c := 0.0
+		// the sound after the silence is the next word's: it cannot begin
+		// before the engine has its chunk's audio (within the slack of the
+		// engine's timing and the recording's offset)
+		if v := bs[j].earliest - ao.slack - runs[k].end; ao.timed && v > 0 {
+			d := float64(v) / float64(timingSigma)
+			c += d * d
+		}
+		// a silence whose sound resumed as soon as the chunk's audio can
+		// have been ready is most likely the wait for it
+		if d := runs[k].end - bs[j].earliest - ao.k; ao.timed && bs[j].opens && d > -ao.window && d < ao.window && runs[k].length >= 2*DefaultMinSilence {
+			c -= costResumed
+		}
 		if g := bs[j].gap; g >= predictedHeard && runs[k].length >= g/2 {
-			return 0 // the silence the engine predicts there
+			return c // the silence the engine predicts there
 		}
-		if bs[j].place == AtWord {
-			return costAtWord
+		switch {
+		case bs[j].place != AtWord:
+		case bs[j].opens && ao.padded:
+		case bs[j].opens:
+			// a chunk begins there: a stall's gap is as likely as a pause
+			c += atWord(runs[k].length) / 2
+		default:
+			c += atWord(runs[k].length)
 		}
-		return 0
+		return c
 	}
 	sound := func(k int) float64 {
 		if k < 0 {

@@ -1,12 +1,12 @@
 package heard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -28,21 +28,29 @@ const (
 	Gap Kind = "underrun"
 )
 
-// Silence margins: a silence is a gap when it is longer than the pause the
-// voice makes at its place by more than DefaultMargin plus MarginShare of
-// that pause.
+// The decision's margins. A silence where a speech chunk begins is a gap
+// when it is longer than the voice's own pause there (measured where the
+// chunk's audio was there well before it played) by bigMargin, or by
+// smallMargin when its sound resumed as soon as the chunk's audio can have
+// been ready (the engine's timing, set to the recording by the gaps sure
+// by length); inside a chunk, where the trace says no gap can be, only by
+// hugeMargin.
 const (
-	DefaultMargin = 25 * time.Millisecond
-	MarginShare   = 0.3
-	// maxWordPause caps the pause a voice is taken to make between words.
-	maxWordPause = 60 * time.Millisecond
-	// inWordMargin is how much longer than the word pause a silence inside a
-	// word must be to be a gap (a stop consonant's closure is silence).
-	inWordMargin = 60 * time.Millisecond
-	// WordMargin is the margin between words: a streaming synthesizer
-	// that waited for the next word leaves a longer pause of its own
-	// there (espeak-ng: up to 50 ms more than its usual).
-	WordMargin = 60 * time.Millisecond
+	smallMargin = 20 * time.Millisecond
+	bigMargin   = 90 * time.Millisecond
+	hugeMargin  = 250 * time.Millisecond
+	// readyTolerance is how near the moment the chunk's audio can have
+	// been ready its sound must resume to count as resumed by it.
+	readyTolerance = 150 * time.Millisecond
+	// safeSlack is how long before it played a chunk's audio must have
+	// been ready for the silence before it to be the voice's own pause
+	// for sure, against the engine's timing's error.
+	safeSlack = 400 * time.Millisecond
+	// timingSlack is how far the engine's timing of a chunk's first audio
+	// may be off before the alignment is sure the chunk's sound cannot
+	// lie there (the synthesizer's latency and padding, and the
+	// recording's offset, none known to it).
+	timingSlack = 300 * time.Millisecond
 )
 
 // Options configure Analyze.
@@ -71,10 +79,13 @@ type Heard struct {
 	Turn string `json:"turn,omitempty"`
 	// Place is where in the text it fell; Offset the byte offset of the
 	// word after it in the turn's spoken text (-1: unknown), Before and
-	// After the words around it.
+	// After the words around it. ChunkStart says whether a speech chunk
+	// begins there: where the synthesizer's audio of one chunk ends and
+	// the next's begins, the only place a trace's stall leaves a gap.
 	Place         Place  `json:"place"`
 	Offset        int    `json:"offset"`
 	Before, After string `json:"-"`
+	ChunkStart    bool   `json:"chunk_start"`
 	// Expected is the pause the voice makes there on its own; GapLength
 	// the silence beyond it (0 for a pause), which begins at GapStart in
 	// the recording.
@@ -85,7 +96,10 @@ type Heard struct {
 	// ITL: the same as analyze's), with a trace; nil for a pause.
 	Underrun *pipeline.Underrun `json:"-"`
 
-	predicted time.Duration // the underrun the engine predicts at its place from the trace
+	predicted   time.Duration // the underrun the engine predicts at its place from the trace
+	predictedAt time.Duration // where it begins, in the recording
+	earliest    time.Duration // the engine's first audio of the chunk after it, in the recording
+	chunk       int           // the speech chunk after it (-1: unknown)
 }
 
 // Turn is one turn of the trace as heard in the recording.
@@ -100,30 +114,37 @@ type Turn struct {
 	// Base is where the turn's request (its time 0) lies in the
 	// recording; SpeechStart and SpeechEnd its first and last sound.
 	Base, SpeechStart, SpeechEnd time.Duration
-	// letter is the turn's sound time per letter of its spoken text: the
-	// recording's rate of speech
-	letter time.Duration
 }
 
 // Result is what Analyze found in a recording.
 type Result struct {
-	// Levels are the detector's measures of the recording.
-	Levels Levels
+	// Levels are the detector's measures of the recording, and Envelope
+	// its waveform at a coarse step.
+	Levels   Levels
+	Envelope Envelope
+	// Rate is the recording's sample rate.
+	Rate int
 	// Offset is where the first turn's request lies in the recording.
 	Offset time.Duration
-	// Pauses are the voice's own pauses by place, as measured in the
-	// recording where it has enough of them, else the voice model's.
-	Pauses map[Place]time.Duration
+	// Pauses are the voice's own pauses by place inside a speech chunk,
+	// and ChunkPauses where a chunk begins (its padding with the chunk
+	// before's), as measured in the recording where no gap can be (the
+	// voice model's where none could be measured); without a trace,
+	// Pauses[Unknown] is the pause a gap is measured against.
+	Pauses, ChunkPauses map[Place]time.Duration
 	// Silences are every silence found, in order.
 	Silences []Heard
 	// Turns are the trace's turns (none without a trace).
 	Turns []Turn
-	// wordEnd is the quiet end of a word a gap between words is taken to
-	// begin after.
-	wordEnd time.Duration
-	// measured says which places' pauses were measured on the recording
-	// (the others come from the voice model or the other place's).
-	measured map[Place]bool
+
+	voice voiceModel
+	// sound and art are the recording's speech (its silences taken out)
+	// and the voice model's articulation of the same text, over the
+	// turns
+	sound, art time.Duration
+	// measured says the engine's timing is the synthesizer's as measured
+	// (a speak recording): the gaps it predicts are the player's
+	measured bool
 }
 
 // Gaps returns the silences that are underruns.
@@ -141,27 +162,99 @@ func (r *Result) Gaps() []Heard {
 var ErrRecording = errors.New("invalid recording")
 
 // Analyze finds the silences of the recording a and tells the voice's own
-// pauses from underruns. Given the trace's turns (played through the
-// engine cfg: its chunking, synthesizer and voice, and cfg.Measured where
-// the synthesizer was measured), it aligns each turn's spoken text to the
-// recording's speech, expects the voice's pauses at punctuation, and
-// accounts each underrun as the engine does (pipeline.Playout.Explain).
-// Without turns, a silence is an underrun when it is longer than the
-// voice's sentence pause.
+// pauses from underruns, as AnalyzeRecording does for a recording read as
+// it is decoded.
 func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Options) (*Result, error) {
-	if a.Rate <= 0 {
-		return nil, fmt.Errorf("%w: sample rate %d", ErrRecording, a.Rate)
+	return AnalyzeRecording(context.Background(), &sliceReader{a.Samples}, a.Rate, turns, cfg, opts)
+}
+
+// AnalyzeRecording reads the recording r (rate samples a second) to its
+// end, finds its silences and tells the voice's own pauses from
+// underruns. Its memory does not grow with the recording's length beyond
+// the silences found.
+//
+// Given the trace's turns (played through the engine cfg: its chunking,
+// synthesizer and voice, and cfg.Measured where the synthesizer was
+// measured), it aligns each turn's spoken text to the recording's speech,
+// learns the voice's own pauses where the trace says no gap can be (inside
+// a speech chunk, and where a chunk's audio was there well before it
+// played), and judges each silence where a chunk begins by its length
+// against those pauses and by whether its sound resumed as soon as the
+// chunk's audio can have been ready. Each underrun is accounted as the
+// engine does (pipeline.Playout.Explain). Without turns, a silence is an
+// underrun when it is far longer than the recording's own pauses (see
+// classifyAlone).
+func AnalyzeRecording(ctx context.Context, r SampleReader, rate int, turns []*pipeline.Turn, cfg pipeline.Config, opts Options) (*Result, error) {
+	if rate <= 0 {
+		return nil, fmt.Errorf("%w: sample rate %d", ErrRecording, rate)
 	}
-	silences, lv := opts.Detector.Detect(a)
-	res := &Result{Levels: lv, Offset: opts.Offset, Pauses: map[Place]time.Duration{}, wordEnd: opts.Detector.minSilence() / 2}
 	voice := opts.Voice
 	if voice.WPM == 0 {
 		voice = cfg.Voice
 	}
-	if len(turns) == 0 {
-		res.classifyAlone(silences, voice, cfg.Interruption)
+	ps, err := playTurns(turns, cfg)
+	if err != nil {
+		return nil, err
+	}
+	scan, err := opts.Detector.Scan(ctx, r, rate)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Levels: scan.Levels, Envelope: scan.Envelope, Rate: rate, Offset: opts.Offset,
+		Pauses: map[Place]time.Duration{}, ChunkPauses: map[Place]time.Duration{}, measured: cfg.Measured != nil}
+	if len(ps) == 0 {
+		res.classifyAlone(scan.Silences, voice, cfg.Interruption)
 		return res, nil
 	}
+	if opts.AutoOffset {
+		at, ok := ps[0].p.Started()
+		if !ok {
+			return nil, fmt.Errorf("%w: turn %q speaks nothing in the engine: no first audio to align the recording by (give the offset)", ErrRecording, ps[0].t.ID)
+		}
+		res.Offset = scan.Levels.FirstSound - at - ps[0].base
+	}
+	// the alignment, then again with the timing set to the recording by
+	// the gaps sure by their length
+	ao := alignOpts{timed: true, slack: timingSlack, window: timingSlack}
+	all := res.alignTurns(scan, ps, voice, ao)
+	res.learn(all, voice)
+	if res.voice.kN > 0 {
+		ao.k, ao.slack, ao.window = res.voice.k, readyTolerance, readyTolerance
+		all = res.alignTurns(scan, ps, voice, ao)
+		res.learn(all, voice)
+	}
+	for i, pl := range ps {
+		text := pipeline.SpokenText(pl.t)
+		var heard []pipeline.Underrun
+		for _, h := range all[i] {
+			res.classify(h)
+			if h.Kind == Gap {
+				u := explain(pl.p, text, h, res.Turns[i].Base)
+				h.Underrun = &u
+				heard = append(heard, u)
+			}
+			res.Silences = append(res.Silences, *h)
+		}
+		view := *pl.p
+		view.Underruns = heard
+		res.Turns[i].Playout = &view
+		res.Turns[i].Predicted = pl.p.Underruns
+	}
+	res.report(voice)
+	return res, nil
+}
+
+// played is a turn of the trace as the engine plays it, and where its
+// request lies after the first turn's.
+type played struct {
+	t    *pipeline.Turn
+	p    *pipeline.Playout
+	base time.Duration
+}
+
+// playTurns plays each turn through the engine, in the order of their
+// requests.
+func playTurns(turns []*pipeline.Turn, cfg pipeline.Config) ([]played, error) {
 	var first time.Time
 	for _, t := range turns {
 		if len(turns) > 1 && t.Start.IsZero() {
@@ -170,11 +263,6 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		if first.IsZero() || t.Start.Before(first) {
 			first = t.Start
 		}
-	}
-	type played struct {
-		t    *pipeline.Turn
-		p    *pipeline.Playout
-		base time.Duration
 	}
 	var ps []played
 	for _, t := range turns {
@@ -192,102 +280,327 @@ func Analyze(a tts.Audio, turns []*pipeline.Turn, cfg pipeline.Config, opts Opti
 		ps = append(ps, played{t: t, p: p, base: base})
 	}
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].base < ps[j].base })
-	if opts.AutoOffset {
-		at, ok := ps[0].p.Started()
-		if !ok {
-			return nil, fmt.Errorf("%w: turn %q speaks nothing in the engine: no first audio to align the recording by (give the offset)", ErrRecording, ps[0].t.ID)
-		}
-		res.Offset = lv.FirstSound - at - ps[0].base
+	return ps, nil
+}
+
+// alignTurns aligns every turn's text to the recording.
+func (res *Result) alignTurns(scan *Scan, ps []played, voice tts.Voice, ao alignOpts) [][]*Heard {
+	res.Turns, res.sound, res.art = res.Turns[:0], 0, 0
+	var all [][]*Heard
+	for i := range ps {
+		all = append(all, res.alignTurn(scan, ps, i, voice, ao))
 	}
-	// each turn's part of the recording: from its request to the next's;
-	// the silence across a boundary is between turns
-	var all [][]Silence
-	var measured []*Heard
-	for i, pl := range ps {
-		from := res.Offset + pl.base
-		to := time.Duration(math.MaxInt64)
-		if i+1 < len(ps) {
-			to = res.Offset + ps[i+1].base
+	return all
+}
+
+// alignTurn finds turn i's part of the recording (from its request to the
+// next's: the silence across a boundary is between turns), aligns its
+// spoken text to the sound there, and returns its silences with their
+// places.
+func (res *Result) alignTurn(scan *Scan, ps []played, i int, voice tts.Voice, ao alignOpts) []*Heard {
+	pl := ps[i]
+	lv := scan.Levels
+	from := res.Offset + pl.base
+	to := time.Duration(math.MaxInt64)
+	if i+1 < len(ps) {
+		to = res.Offset + ps[i+1].base
+	}
+	start, end := max(from, lv.FirstSound), min(to, lv.LastSound)
+	for _, s := range scan.Silences {
+		switch {
+		case s.Start <= from && s.End > from:
+			start = max(start, s.End) // silence before its first sound
+		case s.Start < to && s.End >= to:
+			end = min(end, s.Start)
 		}
-		start, end := max(from, lv.FirstSound), min(to, lv.LastSound)
-		var own []Silence
-		for _, s := range silences {
-			switch {
-			case s.Start <= from && s.End > from:
-				start = max(start, s.End) // silence before its first sound
-			case s.Start < to && s.End >= to:
-				end = min(end, s.Start)
+	}
+	var own []Silence
+	for _, s := range scan.Silences {
+		if s.Start >= start && s.End <= end {
+			own = append(own, s)
+		}
+	}
+	res.Turns = append(res.Turns, Turn{Turn: pl.t, Base: from, SpeechStart: start, SpeechEnd: end})
+	text := pipeline.SpokenText(pl.t)
+	bs, art := boundaries(text, voice, chunkStarts(pl.p, text)...)
+	expectGaps(bs, pl.p, text)
+	markChunks(bs, pl.p, text)
+	runs := make([]run, len(own))
+	var quiet time.Duration
+	for k, s := range own {
+		runs[k] = run{sound: s.Start - start - quiet, length: s.Length(), end: s.End - from}
+		quiet += s.Length()
+	}
+	sound := max(0, end-start-quiet)
+	res.sound += sound
+	res.art += art
+	// a voice that pads each chunk with silence of its own leaves a
+	// silence at nearly every chunk's start: the alignment then expects
+	// one there
+	place := align(runs, sound, bs, art, ao)
+	if !ao.padded && padsChunks(bs, place, runs) {
+		ao.missChunk, ao.padded = costMissSentence, true
+		place = align(runs, sound, bs, art, ao)
+	}
+	var out []*Heard
+	for k, s := range own {
+		h := &Heard{Silence: s, Turn: pl.t.ID, Place: InWord, Offset: -1, chunk: -1}
+		if j := place[k]; j >= 0 {
+			b := bs[j]
+			h.Place, h.Offset, h.predicted, h.ChunkStart, h.chunk = b.place, b.off, b.gap, b.opens, b.chunk
+			h.earliest, h.predictedAt = from+b.earliest, from+b.gapAt
+		} else if prev := lastPlaced(place, k); prev >= 0 {
+			h.Offset = bs[prev].off // inside a word after it
+			h.chunk = bs[prev].chunk
+		}
+		h.Before, h.After = words(text, h.Offset)
+		out = append(out, h)
+	}
+	return out
+}
+
+// padsChunks says whether the alignment found a silence of its own at
+// most of the turn's chunk starts (more than at its other word
+// boundaries): the voice pads each chunk.
+func padsChunks(bs []boundary, place []int, runs []run) bool {
+	at := map[int]bool{}
+	for k, j := range place {
+		if j >= 0 && runs[k].length >= 2*DefaultMinSilence {
+			at[j] = true
+		}
+	}
+	var opens, heard int
+	for j, b := range bs {
+		if b.opens {
+			opens++
+			if at[j] {
+				heard++
 			}
 		}
-		for _, s := range silences {
-			if s.Start >= start && s.End <= end {
-				own = append(own, s)
+	}
+	return opens >= 2 && float64(heard) >= 0.75*float64(opens)
+}
+
+// chunkStarts returns where each speech chunk of p after the first begins
+// in text (its first letter or digit).
+func chunkStarts(p *pipeline.Playout, text string) []int {
+	var out []int
+	for _, c := range p.Chunks[min(1, len(p.Chunks)):] {
+		from := c.From
+		for from < c.To && from < len(text) && !isWordStart(text, from) {
+			from++
+		}
+		if from < c.To && from < len(text) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
+// markChunks marks on bs the speech chunk of p that holds each boundary's
+// next word, whether the chunk begins there, and when the engine has its
+// first audio ready.
+func markChunks(bs []boundary, p *pipeline.Playout, text string) {
+	c := 0
+	for j := range bs {
+		bs[j].chunk = -1
+		for c < len(p.Chunks) && p.Chunks[c].To <= bs[j].off {
+			c++
+		}
+		if c >= len(p.Chunks) || bs[j].off < p.Chunks[c].From {
+			continue
+		}
+		ch := p.Chunks[c]
+		from := ch.From
+		for from < ch.To && from < len(text) && !isWordStart(text, from) {
+			from++
+		}
+		bs[j].chunk, bs[j].opens, bs[j].earliest = c, c > 0 && from == bs[j].off, ch.Ready
+	}
+}
+
+// isWordStart says whether a word (a letter or digit) begins at byte off
+// of text.
+func isWordStart(text string, off int) bool {
+	r, _ := utf8.DecodeRuneInString(text[off:])
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// learn measures the voice's own pauses on the silences of every turn:
+// inside speech chunks (where the trace says no gap can be) by place, and
+// at chunk starts where the timing says the chunk's audio was there well
+// before it played. The timing is first set to the recording by the gaps
+// sure by their length alone.
+func (res *Result) learn(all [][]*Heard, voice tts.Voice) {
+	v := voiceModel{stats: map[placeKey]PauseStats{}, model: voice, rate: 1}
+	if res.art > 0 {
+		v.rate = float64(res.sound) / float64(res.art)
+	}
+	by := map[placeKey][]time.Duration{}
+	var starts []*Heard
+	for _, hs := range all {
+		for _, h := range hs {
+			if h.ChunkStart {
+				starts = append(starts, h)
+				continue
+			}
+			if h.predicted == 0 {
+				by[placeKey{h.Place, false}] = append(by[placeKey{h.Place, false}], h.Length())
 			}
 		}
-		all = append(all, own)
-		res.Turns = append(res.Turns, Turn{Turn: pl.t, Base: from, SpeechStart: start, SpeechEnd: end})
-		text := pipeline.SpokenText(pl.t)
-		bs, art := boundaries(text, voice)
-		expectGaps(bs, pl.p, text)
-		runs := make([]run, len(own))
-		var quiet time.Duration
-		for k, s := range own {
-			runs[k] = run{sound: s.Start - start - quiet, length: s.Length()}
-			quiet += s.Length()
+	}
+	for k, ls := range by {
+		v.stats[k] = pauseStatsOf(ls)
+	}
+	// where a chunk's sound begins against the engine's timing when it
+	// plays as soon as it is ready: the lowest of the silences at chunk
+	// starts (a gap's sound resumes then; any other's later, by the time
+	// its audio waited), within the engine's timing's error
+	var ys []time.Duration
+	for _, h := range starts {
+		if y := h.End - h.earliest; h.Length() >= 2*DefaultMinSilence && y > -safeSlack && y < timingSlack {
+			ys = append(ys, y)
 		}
-		sound := max(0, end-start-quiet)
-		if n := letters(text); n > 0 {
-			res.Turns[len(res.Turns)-1].letter = sound / time.Duration(n)
-		}
-		place := align(runs, sound, bs, art)
-		for k, s := range own {
-			h := &Heard{Silence: s, Turn: pl.t.ID, Place: InWord, Offset: -1}
-			if j := place[k]; j >= 0 {
-				h.Place, h.Offset, h.predicted = bs[j].place, bs[j].off, bs[j].gap
-			} else if prev := lastPlaced(place, k); prev >= 0 {
-				h.Offset = bs[prev].off // inside a word after it
+	}
+	if len(ys) > 0 {
+		slices.Sort(ys)
+		var low []time.Duration
+		for _, y := range ys {
+			if y-ys[0] <= readyTolerance {
+				low = append(low, y)
 			}
-			h.Before, h.After = words(text, h.Offset)
-			measured = append(measured, h)
+		}
+		v.k, v.kN = pauseStatsOf(low).Median, len(low)
+	}
+	// the pauses at chunk starts whose audio was surely there; where too
+	// few were, those at every chunk start of the kind but where the
+	// timing says a gap is likely (most are pauses; a gap only lengthens
+	// one)
+	safe := map[placeKey][]time.Duration{}
+	some := map[placeKey][]time.Duration{}
+	for _, h := range starts {
+		k := placeKey{h.Place, true}
+		z := h.End - h.earliest - v.k
+		switch {
+		case res.measured && h.predicted >= smallMargin, !res.measured && z < readyTolerance:
+		case z > safeSlack:
+			safe[k] = append(safe[k], h.Length())
+			fallthrough
+		default:
+			some[k] = append(some[k], h.Length())
 		}
 	}
-	res.measurePauses(measured, voice, false)
-	for _, h := range measured {
-		res.classify(h)
-	}
-	// the pause between words measured again on the silences between
-	// words that are not gaps: gaps among them (most gaps of word
-	// chunking are) lengthen the lower quartile
-	for range 3 {
-		word := res.Pauses[AtWord]
-		res.measurePauses(measured, voice, true)
-		if res.Pauses[AtWord] == word {
-			break
+	for k, ls := range some {
+		if len(safe[k]) >= 2 {
+			ls = safe[k]
 		}
-		for _, h := range measured {
-			res.classify(h)
+		v.stats[k] = pauseStatsOf(ls)
+	}
+	// the chunk's leading padding, where a silence shows it apart from
+	// the floor
+	var leads []time.Duration
+	for _, h := range starts {
+		if padded(h.Silence) {
+			leads = append(leads, h.End-h.CoreEnd)
 		}
 	}
-	idx := 0
-	for i, pl := range ps {
-		var heard []pipeline.Underrun
-		for range all[i] {
-			h := measured[idx]
-			idx++
-			res.setGap(h, pl.p, pipeline.SpokenText(pl.t), res.Turns[i].Base, stopOnset(h.After, res.Turns[i].letter))
-			if h.Kind == Gap {
-				u := explain(pl.p, pipeline.SpokenText(pl.t), h, res.Turns[i].Base)
-				h.Underrun = &u
-				heard = append(heard, u)
-			}
-			res.Silences = append(res.Silences, *h)
-		}
-		view := *pl.p
-		view.Underruns = heard
-		res.Turns[i].Playout = &view
-		res.Turns[i].Predicted = pl.p.Underruns
+	if len(leads) > 0 {
+		v.lead, v.leadN = pauseStatsOf(leads).Median, len(leads)
 	}
-	return res, nil
+	res.voice = v
+}
+
+// classify sets h's kind, confidence and gap.
+func (res *Result) classify(h *Heard) {
+	v := &res.voice
+	m, known := v.pause(placeKey{h.Place, h.ChunkStart})
+	z := h.End - h.earliest - v.k
+	if h.ChunkStart && !known && !res.measured && z < readyTolerance {
+		// the sound resumed as soon as the chunk's audio was ready, at a
+		// kind of chunk start never seen without a gap: the least pause
+		// the voice makes where chunks begin is all it can be owed
+		m = v.least()
+	}
+	h.Expected = m.Median
+	excess := h.Length() - m.Median
+	switch {
+	case h.ChunkStart && res.measured:
+		// the engine plays the synthesizer's measured timing: the gap it
+		// predicts is the player's, where the silence holds it
+		big := max(bigMargin, 3*m.Spread)
+		if h.predicted >= smallMargin && h.Length() >= h.predicted/2 {
+			h.Kind, h.Confidence = decide(h.Length()-h.predicted/2, 0)
+			h.GapLength = min(h.predicted, h.Length())
+			h.GapStart = min(max(h.Start, h.predictedAt), h.End-h.GapLength)
+			return
+		}
+		h.Kind, h.Confidence = decide(excess, big)
+	case h.ChunkStart:
+		big := max(bigMargin, 3*m.Spread)
+		small := max(smallMargin, m.Spread)
+		switch {
+		case z > safeSlack:
+			// the chunk's audio was there long before: a pause, however
+			// long
+			h.Kind, h.Confidence = decide(safeSlack-z, 0)
+		case excess > big:
+			h.Kind, h.Confidence = decide(excess, big)
+		case z < readyTolerance:
+			h.Kind, h.Confidence = decide(excess, small)
+		default:
+			h.Kind, h.Confidence = decide(excess, big)
+		}
+	default:
+		margin := max(hugeMargin, 4*m.Spread+100*time.Millisecond)
+		if h.predicted >= predictedHeard {
+			margin = max(smallMargin, m.Spread)
+		}
+		h.Kind, h.Confidence = decide(excess, margin)
+	}
+	if h.Kind != Gap {
+		return
+	}
+	h.GapLength = min(h.Length(), max(0, excess))
+	// where the silence shows near silence at its edges apart from a
+	// core at the floor (the engines' padding is seldom digital silence;
+	// a player's underrun is), the core is the gap
+	if padded(h.Silence) && h.CoreEnd-h.CoreStart >= h.GapLength/2 {
+		h.GapStart, h.GapLength = h.CoreStart, h.CoreEnd-h.CoreStart
+		return
+	}
+	// else the gap ends where the next chunk's leading padding begins, as
+	// the recording shows it at other gaps, or half the voice's pause
+	lead := (h.Length() - h.GapLength) / 2
+	if v.leadN > 0 {
+		lead = v.lead
+	}
+	lead = min(lead, h.Length()-h.GapLength)
+	h.GapStart = h.End - lead - h.GapLength
+}
+
+// padEdge is the least near silence at a silence's edge that shows as
+// padding apart from its core.
+const padEdge = 15 * time.Millisecond
+
+// padded says whether s shows near silence at its edges apart from a core
+// at the floor.
+func padded(s Silence) bool {
+	return s.CoreEnd > s.CoreStart && (s.CoreStart-s.Start >= padEdge || s.End-s.CoreEnd >= padEdge)
+}
+
+// report sets the pauses the Result reports.
+func (res *Result) report(voice tts.Voice) {
+	model := map[Place]time.Duration{AtWord: 0, AtClause: voice.CommaPause, AtSentence: voice.SentencePause, InWord: 0}
+	for p, d := range model {
+		res.Pauses[p], res.ChunkPauses[p] = d, d
+		if s, ok := res.voice.stats[placeKey{p, false}]; ok {
+			res.Pauses[p] = s.Median
+		}
+		if s, ok := res.voice.stats[placeKey{p, true}]; ok {
+			res.ChunkPauses[p] = s.Median
+		}
+	}
+	delete(res.ChunkPauses, InWord)
 }
 
 // expectGaps marks on bs the underruns p predicts at the start of a
@@ -299,12 +612,12 @@ func expectGaps(bs []boundary, p *pipeline.Playout, text string) {
 		}
 		c := p.Chunks[u.Chunk]
 		from := c.From
-		for from < c.To && from < len(text) && text[from] == ' ' {
+		for from < c.To && from < len(text) && !isWordStart(text, from) {
 			from++
 		}
 		j := sort.Search(len(bs), func(j int) bool { return bs[j].off >= from })
-		if j < len(bs) && bs[j].off == from {
-			bs[j].gap = max(bs[j].gap, u.Duration)
+		if j < len(bs) && bs[j].off == from && u.Duration > bs[j].gap {
+			bs[j].gap, bs[j].gapAt = u.Duration, u.Start
 		}
 	}
 }
@@ -340,200 +653,6 @@ func words(text string, off int) (before, after string) {
 	return text[a:b], text[off:e]
 }
 
-// measurePauses sets the voice's pause at each place: the median of the
-// silences found at punctuation (the lower quartile between words), where there are at least two (most of a
-// voice's pauses are its own, and an underrun only lengthens one) or one
-// no longer than the model's, capped
-// at twice the voice model's; else the sentence pause from the clause
-// pause in the model's ratio, the clause pause as long as the sentence
-// pause, or the voice model's.
-//
-// With pausesOnly, the silences between words already classified as gaps
-// are left out of the pause between words.
-func (r *Result) measurePauses(hs []*Heard, v tts.Voice, pausesOnly bool) {
-	model := map[Place]time.Duration{AtWord: 0, AtClause: v.CommaPause, AtSentence: v.SentencePause}
-	limit := map[Place]time.Duration{AtWord: maxWordPause, AtClause: 2 * v.CommaPause, AtSentence: 2 * v.SentencePause}
-	measured := map[Place]bool{}
-	defer func() { r.measured = measured }()
-	for place, m := range model {
-		var ls []time.Duration
-		for _, h := range hs {
-			if pausesOnly && place == AtWord && h.Kind == Gap {
-				continue
-			}
-			if h.Place == place || place == AtWord && h.Place == InWord {
-				ls = append(ls, h.Length())
-			}
-		}
-		r.Pauses[place] = m
-		// one silence at a kind of punctuation is the voice's own pause
-		// when it is no longer than the model's (an underrun only
-		// lengthens a pause)
-		if len(ls) >= 2 || len(ls) == 1 && (place == AtWord || ls[0] <= m) {
-			slices.Sort(ls)
-			q := (len(ls) - 1) / 2 // the median at punctuation, whose pauses vary
-			if place == AtWord {
-				q = (len(ls) - 1) / 4
-			}
-			r.Pauses[place] = min(ls[q], limit[place])
-			measured[place] = true
-		}
-	}
-	// a voice's clause and sentence pauses keep the model's ratio: one
-	// measured gives the other
-	switch {
-	case measured[AtClause] && !measured[AtSentence] && v.CommaPause > 0:
-		r.Pauses[AtSentence] = time.Duration(float64(r.Pauses[AtClause]) * float64(v.SentencePause) / float64(v.CommaPause))
-	case measured[AtSentence] && !measured[AtClause] && v.SentencePause > 0:
-		r.Pauses[AtClause] = time.Duration(float64(r.Pauses[AtSentence]) * float64(v.CommaPause) / float64(v.SentencePause))
-	}
-	r.Pauses[InWord] = r.Pauses[AtWord]
-}
-
-// classify sets h's kind, confidence and gap from the pause expected at
-// its place.
-func (r *Result) classify(h *Heard) {
-	h.Expected = r.Pauses[h.Place]
-	margin := DefaultMargin + time.Duration(MarginShare*float64(h.Expected))
-	switch h.Place {
-	case InWord:
-		margin = inWordMargin
-	case AtWord:
-		margin = WordMargin
-	}
-	// where the trace says the player ran dry for at least the margin, the
-	// silence is nearer a gap than the pause from half of that on
-	if h.predicted >= margin {
-		margin = min(margin, h.predicted/2)
-	}
-	h.Kind, h.Confidence = decide(h.Length()-h.Expected, margin)
-}
-
-// setGap sets the gap of h, an underrun, in the playout p of the turn
-// (spoken text text, its request at base in the recording): the silence
-// beyond the pause the voice makes at its place. Between words that is
-// the quiet end of the word before, shorter than the shortest silence the
-// detector reports (or the voice's quiet between words would be found as
-// silences): half of that, so that the gap's start is at most half of it
-// off. At punctuation the pause is part of the audio of the
-// speech chunk that holds the punctuation: when that chunk was ready
-// before the silence (its text came in time), the voice paused first and
-// the gap follows, ending where the silence ends; when it came late (the
-// punctuation was the text the synthesizer waited for, or was held with
-// it), the gap comes first and the pause after it. A gap after the pause
-// ends onset before the silence does: the quiet start of the word after
-// it (a voiceless stop's closure).
-func (r *Result) setGap(h *Heard, p *pipeline.Playout, text string, base, onset time.Duration) {
-	if h.Kind != Gap {
-		return
-	}
-	natural := h.Expected
-	if h.Place == AtWord || h.Place == InWord {
-		natural = r.wordEnd
-	}
-	h.GapLength = max(0, h.Length()-natural)
-	h.GapStart = h.End - h.GapLength
-	if h.Place != AtClause && h.Place != AtSentence {
-		return
-	}
-	// a voice's pauses of one kind vary (the word before ends more or less
-	// quietly): the gap the engine predicts here from the trace's timing
-	// splits the silence, the pause from half to all of the one expected
-	// (all of it where no pause of the kind was measured on the recording:
-	// the expected one is then the model's estimate)
-	if u, ok := predictedIn(p, h.Start-base, h.End-base); ok {
-		lo := h.Expected / 2
-		if !r.measured[h.Place] {
-			lo = 0
-		}
-		h.GapLength = h.Length() - min(h.Expected, max(lo, h.Length()-u.Duration))
-		h.GapStart = h.End - h.GapLength
-	}
-	if c := punctuationChunk(p, text, h.Offset); c >= 0 && base+p.Chunks[c].Ready > h.Start+h.Length()/2 {
-		h.GapStart = h.Start
-		return
-	}
-	h.GapStart = max(h.Start, h.GapStart-onset)
-}
-
-// stopShare is how long a voiceless stop's closure at a word's start
-// lasts, in the time the voice takes per letter: espeak-ng's "p", "t",
-// "ch" after a pause are 21-30 ms of silence at 44 ms a letter; a voice's
-// closures lengthen as it speaks slower.
-const stopShare = 0.6
-
-// stopOnset returns the quiet at the start of word: a voiceless stop's
-// closure (p, t but not th, k, q, c before a hard vowel or consonant, ch)
-// at letter time a letter, else none.
-func stopOnset(word string, letter time.Duration) time.Duration {
-	w := strings.ToLower(word)
-	if w == "" {
-		return 0
-	}
-	stop := false
-	switch w[0] {
-	case 'p', 'k', 'q':
-		stop = true
-	case 't':
-		stop = !strings.HasPrefix(w, "th")
-	case 'c':
-		stop = len(w) > 1 && !strings.ContainsRune("eiy", rune(w[1]))
-	}
-	if !stop {
-		return 0
-	}
-	return time.Duration(stopShare * float64(letter))
-}
-
-// letters counts the letters and digits of text.
-func letters(text string) int {
-	n := 0
-	for _, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// predictedIn returns the longest underrun of p that overlaps the
-// interval [from, to) of turn time.
-func predictedIn(p *pipeline.Playout, from, to time.Duration) (pipeline.Underrun, bool) {
-	var best pipeline.Underrun
-	found := false
-	for _, u := range p.Underruns {
-		if u.Start < to && u.Start+u.Duration > from && (!found || u.Duration > best.Duration) {
-			best, found = u, true
-		}
-	}
-	return best, found
-}
-
-// punctuationChunk returns the speech chunk of p that holds the
-// punctuation before byte offset off of text (the word after it), or -1.
-func punctuationChunk(p *pipeline.Playout, text string, off int) int {
-	if off <= 0 || off > len(text) {
-		return -1
-	}
-	k := off
-	for k > 0 {
-		r, size := utf8.DecodeLastRuneInString(text[:k])
-		k -= size
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return -1
-		}
-		if tts.IsSentenceEnd(r) || tts.IsClauseEnd(r) {
-			break
-		}
-	}
-	for i, c := range p.Chunks {
-		if k >= c.From && k < c.To {
-			return i
-		}
-	}
-	return -1
-}
-
 // decide says whether silence excess beyond the voice's pause, with the
 // margin allowed, is a gap, and how sure that is: 0.5 at the margin,
 // nearer 1 the further from it.
@@ -546,21 +665,36 @@ func decide(excess, margin time.Duration) (Kind, float64) {
 	return Pause, 1 - p
 }
 
-// classifyAlone classifies silences with no text to align: a silence is
-// an underrun when it is longer than the voice's sentence pause (the
-// longest it makes on its own) by the margin; its length beyond the
-// sentence pause is the gap.
+// classifyAlone classifies silences with no text to align: the voice's
+// own long pauses are the bulk of the recording's silences of
+// 2·MinSilence or more; a silence far longer than they (by the spread
+// they show, and bigMargin at least) is an underrun. Its gap is measured
+// as it lies, not shifted by a pause assumed: the whole silence, or its
+// core at the floor where near silence at its edges shows the voice's
+// padding apart from it.
 func (r *Result) classifyAlone(silences []Silence, v tts.Voice, interruption time.Duration) {
-	r.Pauses[AtClause], r.Pauses[AtSentence] = v.CommaPause, v.SentencePause
+	var ls []time.Duration
 	for _, s := range silences {
-		h := Heard{Silence: s, Place: Unknown, Offset: -1, Expected: v.SentencePause}
-		margin := DefaultMargin + time.Duration(MarginShare*float64(v.SentencePause))
-		excess := s.Length() - v.SentencePause
-		h.Kind, h.Confidence = decide(excess, margin)
+		if s.Length() >= 2*DefaultMinSilence {
+			ls = append(ls, s.Length())
+		}
+	}
+	m := pauseStatsOf(ls)
+	if m.N < 3 {
+		m = PauseStats{Median: v.SentencePause, Spread: v.SentencePause / 4}
+	}
+	fence := max(bigMargin, 3*m.Spread)
+	r.Pauses[Unknown] = m.Median
+	for _, s := range silences {
+		h := Heard{Silence: s, Place: Unknown, Offset: -1, Expected: m.Median, chunk: -1}
+		h.Kind, h.Confidence = decide(s.Length()-m.Median, fence)
 		if h.Kind == Gap {
-			h.GapLength, h.GapStart = excess, s.End-excess
-			u := pipeline.Underrun{Start: h.GapStart, Duration: excess, Class: pipeline.Glitch, Position: pipeline.PositionUnknown, Token: -1, Chunk: -1}
-			if excess >= interruption {
+			h.GapStart, h.GapLength = s.Start, s.Length()
+			if padded(s) {
+				h.GapStart, h.GapLength = s.CoreStart, s.CoreEnd-s.CoreStart
+			}
+			u := pipeline.Underrun{Start: h.GapStart, Duration: h.GapLength, Class: pipeline.Glitch, Position: pipeline.PositionUnknown, Token: -1, Chunk: -1}
+			if h.GapLength >= interruption {
 				u.Class = pipeline.Interruption
 			}
 			h.Underrun = &u

@@ -8,9 +8,11 @@ import (
 
 // Waveform is a recording to draw with the silences found in it.
 type Waveform struct {
-	// Samples at Rate are the recording (one channel).
-	Samples []float32
-	Rate    int
+	// Min and Max are the recording's lowest and highest sample in each
+	// span of Step (its envelope; one channel), and Duration its length.
+	Min, Max []float32
+	Step     time.Duration
+	Duration time.Duration
 	// Threshold is the level (dBFS) under which the detector took a frame
 	// for silence, drawn as a band around zero.
 	Threshold float64
@@ -19,11 +21,13 @@ type Waveform struct {
 }
 
 // WaveMark is one silence of a Waveform: the voice's own pause, or (Gap)
-// an underrun whose gap begins at GapStart.
+// an underrun whose gap lies from GapStart to GapEnd (the silence's end
+// when GapEnd is zero).
 type WaveMark struct {
-	Start, End, GapStart time.Duration
-	Gap                  bool
-	Label                string
+	Start, End       time.Duration
+	GapStart, GapEnd time.Duration
+	Gap              bool
+	Label            string
 }
 
 // waveHeight is the height of the waveform panel.
@@ -40,10 +44,7 @@ func HeardFigure(w Waveform, turns []Timeline, bases []time.Duration) *Figure {
 		top, panelH = 60.0, 150.0
 	)
 	f := NewFigure(W, waveHeight, "recording with the gaps heard")
-	dur := 0.0
-	if w.Rate > 0 {
-		dur = float64(len(w.Samples)) / float64(w.Rate)
-	}
+	dur := w.Duration.Seconds()
 	x := scale{lo: 0, hi: niceMax(max(dur, 0.001), 10), p0: left, p1: W - right}
 	mid := top + panelH/2
 	amp := panelH / 2
@@ -62,25 +63,31 @@ func HeardFigure(w Waveform, turns []Timeline, bases []time.Duration) *Figure {
 		x0, x1 := x.at(m.Start.Seconds()), x.at(m.End.Seconds())
 		f.Rect(x0, top, max(1, x1-x0), panelH, solid(gridGrey), &Meta{Class: "pause", Title: fmt.Sprintf("silence %d: %s, %.0f ms at %.0f ms", i+1, m.Label, ms(m.End-m.Start), ms(m.Start))})
 		if m.Gap {
-			g0 := x.at(m.GapStart.Seconds())
-			f.Rect(g0, top, max(2, x1-g0), panelH, solid(Vermillion), &Meta{Class: "gap", Title: fmt.Sprintf("gap %.0f ms at %.0f ms (%s)", ms(m.End-m.GapStart), ms(m.GapStart), m.Label),
-				Data: [][2]string{{"start-ms", fmt.Sprintf("%.1f", ms(m.GapStart))}, {"length-ms", fmt.Sprintf("%.1f", ms(m.End-m.GapStart))}}})
+			end := m.GapEnd
+			if end == 0 {
+				end = m.End
+			}
+			g0, g1 := x.at(m.GapStart.Seconds()), x.at(end.Seconds())
+			f.Rect(g0, top, max(2, g1-g0), panelH, solid(Vermillion), &Meta{Class: "gap", Title: fmt.Sprintf("gap %.0f ms at %.0f ms (%s)", ms(end-m.GapStart), ms(m.GapStart), m.Label),
+				Data: [][2]string{{"start-ms", fmt.Sprintf("%.1f", ms(m.GapStart))}, {"length-ms", fmt.Sprintf("%.1f", ms(end-m.GapStart))}}})
 		}
 	}
 	// the envelope, one min/max pair per pixel column
 	cols := int(x.p1 - x.p0)
-	if cols > 0 && len(w.Samples) > 0 && dur > 0 {
+	n := min(len(w.Min), len(w.Max))
+	if cols > 0 && n > 0 && dur > 0 && w.Step > 0 {
 		upper := make([]float64, 0, 2*cols)
 		lower := make([]float64, 0, 2*cols)
+		step := w.Step.Seconds()
 		for c := range cols {
 			t0, t1 := x.lo+(x.hi-x.lo)*float64(c)/float64(cols), x.lo+(x.hi-x.lo)*float64(c+1)/float64(cols)
-			i0, i1 := int(t0*float64(w.Rate)), min(len(w.Samples), int(t1*float64(w.Rate)))
-			if i0 >= len(w.Samples) {
+			i0, i1 := int(t0/step), min(n, int(t1/step))
+			if i0 >= n {
 				break
 			}
 			lo, hi := 0.0, 0.0
-			for _, v := range w.Samples[i0:max(i1, i0+1)] {
-				lo, hi = min(lo, float64(v)), max(hi, float64(v))
+			for i := i0; i < max(i1, i0+1); i++ {
+				lo, hi = min(lo, float64(w.Min[i])), max(hi, float64(w.Max[i]))
 			}
 			px := x.p0 + float64(c)
 			upper = append(upper, px, mid-hi*amp)
