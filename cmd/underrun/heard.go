@@ -28,29 +28,26 @@ analyze.
 
 The recording is a WAV file (PCM 8, 16, 24 or 32 bits, 32 or 64-bit float, G.711
 mu-law or A-law), FLAC or MP3, told by its content; any sample rate; mono, or
-several channels with --channel (FLAC and MP3: one or two).
-Silence is found by level against the recording's own noise floor and speech
-level, so background noise and a change of gain move the threshold with them.
+several channels with --channel. It is read as it is decoded: memory stays
+bounded whatever its length. Silence is found in three bands (low, middle,
+high), each against its own noise floor measured over the 4 s around, and
+below the speech's level there, so noise of any colour, a change of gain and
+an engine's near-silent padding move the threshold with them.
 
 With TRACE (any format analyze reads; a recording of underrun speak --record
 also gives the synthesizer's measured timings), each turn's spoken text is
-aligned to the recording's speech: the voice's articulation time between
-silences against the text between punctuation, with a silence expected at
-each punctuation mark and where the engine, playing the trace, predicts an
-underrun, so each silence falls at a sentence end, a clause end, a plain word
-boundary or inside a word. The voice's own pause at each kind of place is
-measured on the recording (the median of the silences at punctuation, the
-lower quartile between words) or taken from the voice model (--voice, a
-calibrated profile); a silence longer than that pause by 25 ms and 30% of it
-(60 ms between words; half the gap the engine predicts there, where that gap
-is at least as long) is an underrun, of the length beyond the
-pause, and is accounted by the engine as analyze accounts the gaps it
-predicts. The trace's clock is set to the recording by its first sound (the
-first turn's first audio), or by --offset.
+aligned to the recording's speech, so each silence falls at a sentence end, a
+clause end, a word boundary or inside a word, and where a speech chunk begins
+(the only place a stalled stream leaves a gap) or inside one. The voice's own
+pause at each kind of place is learned where no gap can be: inside chunks, and
+where a chunk's audio was there long before it played. A silence where a chunk
+begins is an underrun when its sound resumed as soon as the chunk's audio can
+have been ready and it is longer than that pause, or when it is far longer;
+with measured timings, where the engine predicts the gap. Each is accounted
+by the engine as analyze accounts the gaps it predicts.
 
-Without TRACE the gaps are listed on their own: a silence longer than the
-voice's sentence pause (the longest it makes by itself) is an underrun, with
-a confidence; shorter ones are listed as pauses.
+Without TRACE a silence far longer than the recording's own long pauses is an
+underrun, measured as it lies (no pause assumed before it), with a confidence.
 
 Exit codes: 0 pass; 1 an interruption was heard (or TPOT over --tpot-slo);
 2 bad usage or bad input.`
@@ -71,6 +68,8 @@ type heardCommand struct {
 	offset  time.Duration
 	minGap  time.Duration
 	plot    string
+	// recorded is the trace's speak recording, when it is one
+	recorded *speak.Recording
 }
 
 func newHeardCommand(e *env) *cobra.Command {
@@ -186,6 +185,9 @@ func (c *heardCommand) analyze(ctx context.Context, name string, channel int, tu
 		return nil, usagef("%s: %w", name, err)
 	}
 	opts := heard.Options{Detector: heard.Detector{MinSilence: c.minGap}, Offset: c.offset, AutoOffset: !c.cmd.Flags().Changed("offset")}
+	if at, ok := recordedOffset(c.recorded, turns); ok && opts.AutoOffset {
+		opts.Offset, opts.AutoOffset = at, false
+	}
 	res, err := heard.AnalyzeRecording(ctx, rec, rec.Rate(), turns, cfg, opts)
 	if errors.Is(err, tts.ErrRecordingFormat) {
 		return nil, usagef("%s: %w", name, err)
@@ -194,6 +196,32 @@ func (c *heardCommand) analyze(ctx context.Context, name string, channel int, tu
 		return nil, usageError{err}
 	}
 	return res, nil
+}
+
+// recordedOffset returns where the first turn's request lies in the WAV
+// that speak --wav-out wrote beside rec: the heard record says where the
+// turn's first audio lies in what the player played (its first sample, at
+// the synthesizer's rate) and when, after the request, it played.
+func recordedOffset(rec *speak.Recording, turns []*pipeline.Turn) (time.Duration, bool) {
+	if rec == nil || len(turns) == 0 {
+		return 0, false
+	}
+	first := turns[0]
+	for _, t := range turns[1:] {
+		if t.Start.Before(first.Start) {
+			first = t
+		}
+	}
+	h, ok := rec.Heard[first.ID]
+	if !ok || !h.Started {
+		return 0, false
+	}
+	for _, c := range rec.Chunks[first.ID] {
+		if c.Rate > 0 {
+			return time.Duration(float64(h.FirstSample)*float64(time.Second)/float64(c.Rate)) - h.Start, true
+		}
+	}
+	return 0, false
 }
 
 // finishAlone reports a recording heard without a trace: its silences,
@@ -234,6 +262,7 @@ func (c *heardCommand) finishAlone(name string, res *heard.Result) error {
 // readTrace reads TRACE's turns; a recording of speak --record also gives
 // the synthesizer's measured timings to cfg.
 func (c *heardCommand) readTrace(ctx context.Context, name string, cfg *pipeline.Config) ([]*pipeline.Turn, error) {
+	c.recorded = nil
 	in, err := openInput(c.env, name)
 	if err != nil {
 		return nil, err
@@ -255,6 +284,7 @@ func (c *heardCommand) readTrace(ctx context.Context, name string, cfg *pipeline
 		f.Close()
 		if err == nil && len(rec.Chunks) > 0 {
 			cfg.Measured = rec.Measured()
+			c.recorded = rec
 			fmt.Fprintf(c.env.stderr, "underrun: %s is a recording of underrun speak: its synthesizer timings replace the synthesizer model\n", name)
 		}
 	}

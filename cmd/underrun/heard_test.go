@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -481,5 +484,30 @@ func TestHeardReadsFLACAndMP3(t *testing.T) {
 	// MP3's encoder delay shifts the audio; its length stays
 	if _, ml := gap("call.mp3"); math.Abs(ml-wl) > 30 {
 		t.Errorf("mp3: silence of %.1f ms, the WAV's %.1f", ml, wl)
+	}
+}
+
+// A FLAC at a rate mewkiz/flac's tests lack (24 kHz) makes the library
+// write a line per frame to the standard logger; heard's output has none
+// of them.
+func TestHeardQuietsThirdPartyLogs(t *testing.T) {
+	if _, err := exec.LookPath("sox"); err != nil {
+		t.Skip("sox is not installed (apt-get install sox): it makes the 24 kHz FLAC")
+	}
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "tts", "testdata", "recording", "call.wav")
+	flac := filepath.Join(dir, "call24.flac")
+	if out, err := exec.Command("sox", src, "-r", "24000", flac).CombinedOutput(); err != nil {
+		t.Fatalf("sox: %v: %s", err, out)
+	}
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	code, out, errOut := runCLI(t, "", "heard", "--channel", "right", flac)
+	if code != exitFail || !strings.Contains(out, "24000 Hz") {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if logged.Len() > 0 || strings.Contains(errOut, "flac") {
+		t.Errorf("the FLAC library's log came through: %q %q", logged.String(), errOut)
 	}
 }

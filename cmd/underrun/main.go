@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"syscall"
@@ -92,6 +93,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // runEnv executes the command line in e and returns the exit code.
 func runEnv(ctx context.Context, e *env, args []string) int {
+	// third-party libraries write notes to the standard logger that are
+	// none of the user's business (mewkiz/flac: a line per frame of a
+	// sample rate its tests lack)
+	log.SetOutput(io.Discard)
 	stdin, stdout, stderr := e.stdin, e.stdout, e.stderr
 	root := newRootCommand(e)
 	if args == nil {

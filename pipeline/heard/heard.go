@@ -526,8 +526,9 @@ func (res *Result) classify(h *Heard) {
 	switch {
 	case h.ChunkStart && res.measured:
 		// the engine plays the synthesizer's measured timing: the gap it
-		// predicts is the player's, where the silence holds it
-		big := max(bigMargin, 3*m.Spread)
+		// predicts is the player's, where the silence holds it; any other
+		// must be far longer than the pause to be one
+		big := max(hugeMargin, 4*m.Spread+100*time.Millisecond)
 		if h.predicted >= smallMargin && h.Length() >= h.predicted/2 {
 			h.Kind, h.Confidence = decide(h.Length()-h.predicted/2, 0)
 			h.GapLength = min(h.predicted, h.Length())
