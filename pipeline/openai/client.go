@@ -267,6 +267,21 @@ func (c *Client) httpClient() *http.Client {
 	return c.defaultHTTP
 }
 
+// replayable lets the HTTP transport send a request again on a new
+// connection when the kept-alive one it was written to turns out closed
+// before any byte of an answer came back: a server that closes a
+// connection once a long stream on it is over (llama.cpp's server, after
+// about 5 s) leaves the next request on it to fail with EOF, a request the
+// server never read. The header is marked, not sent (a key with no value:
+// see net/http.Transport), unless the caller set one.
+func replayable(h http.Header) {
+	if _, ok := h["Idempotency-Key"]; !ok {
+		if _, ok := h["X-Idempotency-Key"]; !ok {
+			h["Idempotency-Key"] = nil
+		}
+	}
+}
+
 // readBuf is the size of each read of a response body.
 const readBuf = 32 << 10
 
@@ -304,6 +319,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
+	replayable(hreq.Header)
 	if c.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}

@@ -1,13 +1,17 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -273,5 +277,66 @@ func TestClientBadRequest(t *testing.T) {
 	s, err := c.Stream(context.Background(), "t", "", Request{Model: "m"})
 	if err != nil || s.Turn.Status != pipeline.StatusError || s.Turn.Error == "" {
 		t.Errorf("turn %+v, error %v", s.Turn, err)
+	}
+}
+
+// closingServer answers one streaming request per connection, with a
+// keep-alive response, and closes the connection when a second request
+// comes on it, unanswered: as llama.cpp's server does once a stream has
+// run past its keep-alive time.
+func closingServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil || i > 0 {
+						return // the second request on it: closed unanswered
+					}
+					io.Copy(io.Discard, req.Body)
+					text := `{"content":"hi"}`
+					if _, ok := req.Header["Idempotency-Key"]; ok {
+						text = `{"content":"an Idempotency-Key header came"}`
+					}
+					body := testkit.ChatChunk(text) + testkit.ChatChunk(`{"content":" there"}`) + testkit.Done
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nKeep-Alive: timeout=5, max=100\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestClientServerClosedKeptAlive: a request written to a kept-alive
+// connection the server closes without answering is sent again on a new
+// one, through the Client and through the proxy, and no header is added
+// on the wire.
+func TestClientServerClosedKeptAlive(t *testing.T) {
+	t.Parallel()
+	upstream := closingServer(t)
+	proxy := proxyTo(t, upstream, nil)
+	for _, url := range []string{upstream, proxy.URL} {
+		c := &Client{BaseURL: url}
+		for i := range 3 {
+			s, err := c.Stream(context.Background(), "t"+strconv.Itoa(i), "", Request{Model: "m", Prompt: Prompt{Text: "x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Turn.Status != pipeline.StatusOK || s.Turn.Text() != "hi there" {
+				t.Errorf("%s: request %d: %s %s %q", url, i, s.Turn.Status, s.Turn.Error, s.Turn.Text())
+			}
+		}
 	}
 }

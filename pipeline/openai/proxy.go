@@ -114,6 +114,9 @@ func NewProxy(upstream string, transport http.RoundTripper) (*Proxy, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = u.Host
+			if pr.Out.GetBody != nil {
+				replayable(pr.Out.Header) // as the Client's: an upstream that closed a kept-alive connection
+			}
 			// Rewrite drops these; a transparent proxy passes them on
 			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 				if v := pr.In.Header.Values(h); len(v) > 0 {
@@ -216,6 +219,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r2 := r.Clone(r.Context())
 	r2.Body = io.NopCloser(body)
+	if len(head) < maxRequestBody { // read whole: it can be sent again
+		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(head)), nil }
+	}
 	var req struct {
 		Stream   bool      `json:"stream"`
 		Model    string    `json:"model"`
