@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-//go:embed library/*.yaml texts/*.txt
+//go:embed library/*.yaml texts/*.txt traces/*.jsonl
 var library embed.FS
 
 // ErrUnknown reports a scenario name that is not built in.
