@@ -48,6 +48,13 @@ func heardGaps(p *Playout) []heardGap {
 //	           the listener plays them as they come (0-20, 20.5-40.5,
 //	           41-51, 51.5-71.5, 72-92, 92.5-102.5): every frame after the
 //	           first comes 0.5 ms late.
+//	websocket-raw with a lead (Transport.Lead): a sender that may send
+//	           each frame up to the lead before the listener plays it,
+//	           waking 0.5 ms after the time it slept to. lead=20ms: frames
+//	           come early (0, 0.5, 20.5, 50, 50.5, 70.5) and play back to
+//	           back: no gap. lead=200us: each sleep ends 0.3 ms after the
+//	           listener ran out (20.3, 40.6, 50.9, 71.2, 91.5): five 0.3 ms
+//	           gaps, the lead absorbing 0.2 ms of each 0.5 ms oversleep.
 func TestTransportHandComputed(t *testing.T) {
 	t.Parallel()
 	us := time.Microsecond
@@ -64,6 +71,11 @@ func TestTransportHandComputed(t *testing.T) {
 			{20 * ms, 500 * us, CauseTransport, false}, {40500 * us, 500 * us, CauseTransport, false},
 			{51 * ms, 500 * us, CauseTransport, false}, {71500 * us, 500 * us, CauseTransport, false},
 			{92 * ms, 500 * us, CauseTransport, false}}},
+		{"websocket-raw,lead=20ms", 0, nil},
+		{"websocket-raw,lead=200us", 0, []heardGap{
+			{20 * ms, 300 * us, CauseTransport, false}, {40300 * us, 300 * us, CauseTransport, false},
+			{50600 * us, 300 * us, CauseTransport, false}, {70900 * us, 300 * us, CauseTransport, false},
+			{91200 * us, 300 * us, CauseTransport, false}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.transport, func(t *testing.T) {

@@ -44,6 +44,15 @@ type Transport struct {
 	// so the sender falls behind real time and the listener, playing
 	// frames as they come, hears it. Zero is a sender on a clock.
 	Overshoot time.Duration `json:"overshoot_ns" yaml:"overshoot"`
+	// Lead is a send-ahead lead: the sender keeps a clock and may send
+	// each frame up to this long before the listener plays it, so the
+	// listener holds that much audio and a sender that is late by less
+	// (its oversleep) is not heard. A lead sends only audio that is
+	// ready: it cannot fill a gap whose audio the synthesizer has not
+	// made. It models TransportParams.audio_out_send_lead_secs of Pipecat's
+	// open pull request #4855 (opened 2026-06-23, not in a release; the
+	// default 0 keeps the just-in-time sender). Zero is no lead.
+	Lead time.Duration `json:"lead_ns,omitempty" yaml:"lead"`
 	// Summary and Source say what the preset is and where its figures
 	// come from, for reports and --help.
 	Summary string `json:"summary,omitempty" yaml:"-"`
@@ -106,8 +115,8 @@ func LookupTransport(name string) (Transport, error) {
 
 // ParseTransport reads a transport as --transport writes it: a preset's
 // name, "none", or a preset followed by overrides, e.g.
-// "pipecat,frame=20ms,idle=0". The keys are frame, tick, idle, overshoot
-// (durations) and hold, pad (true or false).
+// "pipecat,frame=20ms,idle=0". The keys are frame, tick, idle, overshoot,
+// lead (durations) and hold, pad (true or false).
 func ParseTransport(s string) (Transport, error) {
 	parts := strings.Split(strings.TrimSpace(s), ",")
 	name := strings.ToLower(strings.TrimSpace(parts[0]))
@@ -147,7 +156,7 @@ func (t *Transport) set(kv string) error {
 	}
 	k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
 	switch k {
-	case "frame", "tick", "idle", "overshoot":
+	case "frame", "tick", "idle", "overshoot", "lead":
 		d, err := time.ParseDuration(v)
 		if v == "0" {
 			d, err = 0, nil
@@ -162,6 +171,8 @@ func (t *Transport) set(kv string) error {
 			t.Tick = d
 		case "idle":
 			t.Idle = d
+		case "lead":
+			t.Lead = d
 		default:
 			t.Overshoot = d
 		}
@@ -176,7 +187,7 @@ func (t *Transport) set(kv string) error {
 			t.Pad = b
 		}
 	default:
-		return fmt.Errorf("unknown setting %q (known: frame, tick, idle, overshoot, hold, pad)", k)
+		return fmt.Errorf("unknown setting %q (known: frame, tick, idle, overshoot, lead, hold, pad)", k)
 	}
 	return nil
 }
@@ -192,8 +203,8 @@ func (t Transport) Validate() error {
 	switch {
 	case t.Frame <= 0:
 		return fmt.Errorf("%w: %s: frame must be positive, got %v", ErrTransport, t.Name, t.Frame)
-	case t.Tick < 0, t.Idle < 0, t.Overshoot < 0:
-		return fmt.Errorf("%w: %s: tick, idle and overshoot must not be negative", ErrTransport, t.Name)
+	case t.Tick < 0, t.Idle < 0, t.Overshoot < 0, t.Lead < 0:
+		return fmt.Errorf("%w: %s: tick, idle, overshoot and lead must not be negative", ErrTransport, t.Name)
 	case t.Tick > 0 && t.Frame%t.Tick != 0:
 		return fmt.Errorf("%w: %s: frame %v must be a whole number of ticks (%v)", ErrTransport, t.Name, t.Frame, t.Tick)
 	}
@@ -218,6 +229,9 @@ func (t Transport) String() string {
 	}
 	if t.Overshoot > 0 {
 		fmt.Fprintf(&b, ", sender oversleeps %v per frame", t.Overshoot)
+	}
+	if t.Lead > 0 {
+		fmt.Fprintf(&b, ", sends up to %v ahead", t.Lead)
 	}
 	return b.String()
 }
@@ -248,6 +262,7 @@ type Sender struct {
 	sent    bool          // some frame left
 	sendAt  time.Duration // when the last frame left
 	lastLen time.Duration // its length
+	playEnd time.Duration // when the listener ends the frames sent, played back to back as they come (Lead)
 }
 
 // NewSender returns a Sender for t that hands each frame to send.
@@ -333,12 +348,18 @@ func (s *Sender) flush(at time.Duration, stopped bool) {
 }
 
 // out sends a frame ready at ready; a drifting sender sends it no sooner
-// than its sleep after the last one ends.
+// than its sleep after the last one ends, or, with a lead, than its sleep
+// until the lead before the listener plays it.
 func (s *Sender) out(audio, length, ready time.Duration, from, chunk int, stopped bool) {
 	at := ready
 	if s.tr.Overshoot > 0 && s.sent {
-		at = max(at, s.sendAt+s.lastLen+s.tr.Overshoot)
+		if s.tr.Lead > 0 {
+			at = max(at, s.playEnd-s.tr.Lead+s.tr.Overshoot)
+		} else {
+			at = max(at, s.sendAt+s.lastLen+s.tr.Overshoot)
+		}
 	}
 	s.sent, s.sendAt, s.lastLen = true, at, length
+	s.playEnd = max(s.playEnd, at) + length
 	s.send(Sent{Audio: audio, Length: length, At: at, From: from, Chunk: chunk, Stopped: stopped})
 }

@@ -28,7 +28,13 @@ func TestParseTransport(t *testing.T) {
 		{in: "pipecat,jitter=20ms", wantErr: `unknown setting "jitter"`},
 		{in: "pipecat,frame", wantErr: `setting "frame": want key=value`},
 		{in: "pipecat,frame=15ms", wantErr: "frame 15ms must be a whole number of ticks (10ms)"},
+		{in: "websocket-raw,lead=200ms", want: func() Transport {
+			tr := Transports[3]
+			tr.Name, tr.Lead = "websocket-raw,lead=200ms", 200*time.Millisecond
+			return tr
+		}()},
 		{in: "pipecat,tick=-1ms", wantErr: "must not be negative"},
+		{in: "websocket-raw,lead=-1ms", wantErr: "must not be negative"},
 		{in: "none,frame=20ms", wantErr: "transport none takes no settings"},
 		{in: "daily", wantErr: `unknown transport "daily" (known: none, pipecat, livekit, telephony-20ms, websocket-raw)`},
 	}
@@ -81,7 +87,7 @@ func TestSender(t *testing.T) {
 }
 
 func FuzzParseTransport(f *testing.F) {
-	for _, s := range []string{"pipecat", "livekit,idle=1s", "websocket-raw,overshoot=1ms,hold=true", "telephony-20ms,tick=0,frame=7ms", "none", "x,=,"} {
+	for _, s := range []string{"pipecat", "livekit,idle=1s", "websocket-raw,overshoot=1ms,hold=true", "telephony-20ms,tick=0,frame=7ms", "websocket-raw,lead=20ms", "none", "x,=,"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
