@@ -78,6 +78,44 @@ func TestLivePageInBrowser(t *testing.T) {
 	}
 }
 
+// TestLivePageClosedSession: a session that has closed stays on the page:
+// listed among the sessions that closed last, and, selected, its turns
+// with their gaps and its events, drawn up to its close, where before the
+// page said "no data for this session yet".
+func TestLivePageClosedSession(t *testing.T) {
+	bin := chromium(t) // not parallel, as TestLivePageInBrowser
+	_, ts := startServer(t, Options{Config: tokenConfig(100*time.Millisecond, 0), SnapshotInterval: 50 * time.Millisecond})
+	ev := subscribe(t, ts)
+	c := ingest(t, ts, "gone")
+	sendT(t, c, `{"type":"turn_start","turn":"t1"}`)
+	sendT(t, c, `{"type":"chunk","turn":"t1","text":"Hello","t_ms":0}`)
+	time.Sleep(300 * time.Millisecond)
+	sendT(t, c, `{"type":"chunk","turn":"t1","text":" again","t_ms":300}`)
+	sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
+	gap := ev.wait(t, "underrun", nil)["duration_ms"].(float64)
+	ev.wait(t, "turn", nil)
+	c.Close()
+	ev.wait(t, "session_close", nil)
+	dom := loadPage(t, bin, ts.URL+"/?session=gone")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`<table id="closed">`),
+		regexp.MustCompile(`<tr data-session="gone" data-state="closed" class="sel"><td>gone</td><td>\d\d:\d\d:\d\d\.\d{3}</td><td class="num">1</td><td class="num">1</td><td class="num">0</td>`),
+		regexp.MustCompile(fmt.Sprintf(`<li data-turn="t1" data-class="interruption">turn t1: interruption %.0f ms`, gap)),
+		regexp.MustCompile(`id="chart-summary" data-turns="1" data-open="0" data-tokens="2" data-gaps="1" data-dry="0" data-closed="true">closed at \d\d:\d\d:\d\d\.\d{3}: 1 turn`),
+		regexp.MustCompile(`<li data-kind="turn"[^>]*>[^<]*gone/t1 turn ok, 1 interruptions, 0 glitches</li>`),
+	} {
+		if !want.MatchString(dom) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if strings.Contains(dom, "no data for this session yet") {
+		t.Errorf("the page forgot the closed session")
+	}
+	if t.Failed() {
+		logPage(t, dom)
+	}
+}
+
 // TestLivePageToolCall: the page's event log shows a tool call, and the
 // silence it causes as the tool's, not as an underrun.
 func TestLivePageToolCall(t *testing.T) {

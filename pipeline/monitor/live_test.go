@@ -278,7 +278,7 @@ func TestLivePageTurnsHistoryTotals(t *testing.T) {
 	wants := []*regexp.Regexp{
 		regexp.MustCompile(`<tr data-session="multi" data-state="underrun" class="sel"><td>multi</td><td class="state">underrun</td><td>a \(of 2 open\)</td>`),
 		regexp.MustCompile(`<li data-turn="a" data-class="dry">turn a: player dry for \d+ ms`),
-		regexp.MustCompile(`id="chart-summary" data-turns="2" data-open="2" data-tokens="31" data-gaps="1" data-dry="1">[^<]*player dry now in turn a<`),
+		regexp.MustCompile(`id="chart-summary" data-turns="2" data-open="2" data-tokens="31" data-gaps="1" data-dry="1" data-closed="false">[^<]*player dry now in turn a<`),
 		regexp.MustCompile(`<li data-kind="underrun_started" data-session="multi" data-seq="\d+">[^<]*multi/a underrun_started at 100 ms, after token 0</li>`),
 		regexp.MustCompile(`<li data-kind="session_open" data-session="multi"`),
 		regexp.MustCompile(`<b id="n-interruptions">1</b>`),
@@ -298,5 +298,48 @@ func TestLivePageTurnsHistoryTotals(t *testing.T) {
 	}
 	if t.Failed() {
 		logPage(t, dom)
+	}
+}
+
+// TestClosedSessionsKept: the monitor keeps the ClosedKept sessions that
+// closed last for its pages, newest first, each with its row, its chart
+// (its turns and their gaps, up to its close) and its events; an older one
+// is dropped, so the memory they take is bounded.
+func TestClosedSessionsKept(t *testing.T) {
+	t.Parallel()
+	_, ts := startServer(t, Options{})
+	ev := subscribe(t, ts)
+	for i := range ClosedKept + 2 {
+		id := fmt.Sprintf("c%d", i)
+		c := ingest(t, ts, id)
+		sendT(t, c, `{"type":"turn_start","turn":"t1"}`)
+		sendT(t, c, `{"type":"chunk","turn":"t1","text":"Hi","t_ms":0}`)
+		sendT(t, c, `{"type":"turn_end","turn":"t1"}`)
+		c.Close()
+		ev.wait(t, "session_close", func(m map[string]any) bool { return m["session"] == id })
+	}
+	snap := snapshotOf(t, ts, "c33")
+	closed := snap["closed"].([]any)
+	if len(closed) != ClosedKept {
+		t.Fatalf("%d closed sessions kept, want %d", len(closed), ClosedKept)
+	}
+	first, last := closed[0].(map[string]any), closed[len(closed)-1].(map[string]any)
+	if first["session"] != "c33" || last["session"] != "c2" || first["state"] != StateClosed || first["turns"] != 1.0 || first["closed_unix_ms"].(float64) <= 0 {
+		t.Errorf("closed rows from %v to %v, want c33 (newest) to c2", first, last)
+	}
+	chart := snap["chart"].(map[string]any)
+	turns := chart["turns"].([]any)
+	if chart["closed_ms"] != first["closed_unix_ms"] || len(turns) != 1 || turns[0].(map[string]any)["turn"] != "t1" {
+		t.Errorf("the closed session's chart %v", chart)
+	}
+	var kinds []string
+	for _, e := range snap["events"].([]any) {
+		kinds = append(kinds, e.(map[string]any)["type"].(string))
+	}
+	if got := strings.Join(kinds, " "); !strings.HasPrefix(got, "session_open") || !strings.HasSuffix(got, "turn") {
+		t.Errorf("the closed session's events: %q", got)
+	}
+	if snap := snapshotOf(t, ts, "c0"); snap["chart"] != nil || len(snap["events"].([]any)) != 0 {
+		t.Errorf("c0, the oldest, is still kept: %v", snap["chart"])
 	}
 }

@@ -19,6 +19,9 @@ const (
 // has a buffer, and a dry player, per turn. Times are unix milliseconds.
 type series struct {
 	Turns []*turnSeries `json:"turns"`
+	// ClosedMs is, for a session that has closed, when it closed: the
+	// page draws its chart up to then.
+	ClosedMs float64 `json:"closed_ms,omitempty"`
 }
 
 // turnSeries is one turn's history: its audio not yet played

@@ -148,10 +148,13 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   Totals // of the sessions that have closed
-	conns    map[*websocket.Conn]struct{}
-	nextID   int
-	closing  bool
-	wg       sync.WaitGroup
+	// recentClosed are the sessions that closed last, oldest first (at
+	// most ClosedKept), for the pages to browse
+	recentClosed []*closedSession
+	conns        map[*websocket.Conn]struct{}
+	nextID       int
+	closing      bool
+	wg           sync.WaitGroup
 
 	received atomic.Int64
 	refused  atomic.Int64
@@ -374,12 +377,19 @@ func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request) {
 
 	sess.close()
 	conn.Close()
-	closed := sess.row(s.clock.Now())
+	now := s.clock.Now()
+	closed := sess.row(now)
+	kept := sess.keep(now, closed)
 	s.mu.Lock()
 	delete(s.sessions, id)
 	delete(s.conns, conn)
 	s.closed.add(closed)
 	s.closed.Closed++
+	s.recentClosed = append(s.recentClosed, kept)
+	if n := len(s.recentClosed); n > ClosedKept {
+		s.recentClosed[0] = nil
+		s.recentClosed = s.recentClosed[1:]
+	}
 	s.mu.Unlock()
 	s.m.sessions.Dec()
 	s.log.Info().Str("event", "session_close").Str("session", id).Msg("session_close")
@@ -554,13 +564,18 @@ func (s *Server) publishEvent(e eventMessage) []byte {
 	return b
 }
 
-// sendHistory sends a page the recent events of the session it charts.
+// sendHistory sends a page the recent events of the session it charts,
+// open or among those that closed last.
 func (s *Server) sendHistory(sub *subscriber, id string) {
 	s.mu.Lock()
 	sess := s.sessions[id]
+	cs := s.closedSession(id)
 	s.mu.Unlock()
-	if sess != nil {
+	switch {
+	case sess != nil:
 		s.hub.send(sub, sess.history())
+	case cs != nil:
+		s.hub.send(sub, historyMessage(id, cs.events))
 	}
 }
 
@@ -676,6 +691,9 @@ type Row struct {
 	UnderrunMs    float64  `json:"underrun_ms"`
 	VoiceScale    float64  `json:"voice_scale,omitempty"`
 	AgeS          float64  `json:"age_s"`
+	// ClosedUnixMs is when a session that has closed closed (the pages'
+	// list of the sessions that closed last).
+	ClosedUnixMs float64 `json:"closed_unix_ms,omitempty"`
 }
 
 // stateRank orders the table: sessions about to go silent first.
@@ -866,6 +884,7 @@ func (s *Server) snapshot() {
 	if err != nil {
 		return
 	}
+	closed := s.closedRows()
 	now := s.clock.Now()
 	totals, _ := json.Marshal(sums)
 	charts := map[string][]byte{}
@@ -879,15 +898,79 @@ func (s *Server) snapshot() {
 			chart = s.chart(sel)
 			charts[sel] = chart
 		}
-		s.hub.send(page, s.snapshotMessage(now, len(rows), totals, table, sel, chart, nil))
+		s.hub.send(page, s.snapshotMessage(now, len(rows), totals, table, closed, sel, chart, nil))
 	}
 }
 
-// chart returns a session's chart as JSON (null for no such session).
+// ClosedKept is how many of the sessions that closed last the monitor
+// keeps for its pages: the row each closed with, the chart of its turns
+// and their gaps (the history the chart had kept, at most a minute before
+// its latest turn began), and its latest events.
+const ClosedKept = 32
+
+// closedSession is a session that has closed, as the pages may still
+// browse it.
+type closedSession struct {
+	row    Row
+	chart  []byte // {"closed_ms":…,"turns":[…]}
+	events []byte // its recent events, oldest first
+}
+
+// keep takes what the pages may browse of the session, closed at now with
+// its last row.
+func (sess *session) keep(now time.Time, row Row) *closedSession {
+	row.ClosedUnixMs = unixMs(now)
+	sess.mu.Lock()
+	all := sess.series.recent(0)
+	all.ClosedMs = row.ClosedUnixMs
+	chart, err := json.Marshal(&all)
+	sess.mu.Unlock()
+	if err != nil {
+		chart = []byte("null")
+	}
+	return &closedSession{row: row, chart: chart, events: sess.recentEvents()}
+}
+
+// closedSession returns the kept session that closed last with that id
+// (nil when none); s.mu must be held.
+func (s *Server) closedSession(id string) *closedSession {
+	for i := len(s.recentClosed) - 1; i >= 0; i-- {
+		if cs := s.recentClosed[i]; cs.row.Session == id {
+			return cs
+		}
+	}
+	return nil
+}
+
+// closedRows returns the rows of the kept closed sessions, the latest
+// first, as JSON.
+func (s *Server) closedRows() []byte {
+	s.mu.Lock()
+	rows := make([]Row, 0, len(s.recentClosed))
+	for i := len(s.recentClosed) - 1; i >= 0; i-- {
+		rows = append(rows, s.recentClosed[i].row)
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return []byte("[]")
+	}
+	return b
+}
+
+// chart returns a session's chart as JSON: an open session's recent
+// history, or what was kept of one that closed (null for neither).
 func (s *Server) chart(id string) []byte {
 	s.mu.Lock()
 	sess := s.sessions[id]
+	var kept []byte
+	if cs := s.closedSession(id); sess == nil && cs != nil {
+		kept = cs.chart
+	}
 	s.mu.Unlock()
+	if kept != nil {
+		return kept
+	}
 	if sess == nil {
 		return []byte("null")
 	}
@@ -903,7 +986,7 @@ func (s *Server) chart(id string) []byte {
 
 // snapshotMessage is what a page gets on each tick.
 // HTTP snapshots (events non-nil) carry the session's recent events too.
-func (s *Server) snapshotMessage(now time.Time, total int, totals, table []byte, sel string, chart, events []byte) []byte {
+func (s *Server) snapshotMessage(now time.Time, total int, totals, table, closed []byte, sel string, chart, events []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"type":"snapshot","now_ms":%.3f,"sessions_total":%d,"interruption_ms":%.3f,"totals":%s,"selected":`,
 		unixMs(now), total, pipeline.Millis(s.opts.Config.Interruption), totals)
@@ -911,6 +994,8 @@ func (s *Server) snapshotMessage(now time.Time, total int, totals, table []byte,
 	b.Write(sb)
 	b.WriteString(`,"sessions":`)
 	b.Write(table)
+	b.WriteString(`,"closed":`)
+	b.Write(closed)
 	b.WriteString(`,"chart":`)
 	b.Write(chart)
 	if events != nil {
@@ -938,11 +1023,14 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	events := []byte("[]")
 	s.mu.Lock()
 	sess := s.sessions[sel]
+	if cs := s.closedSession(sel); sess == nil && cs != nil {
+		events = cs.events
+	}
 	s.mu.Unlock()
 	if sess != nil {
 		events = sess.recentEvents()
 	}
-	w.Write(s.snapshotMessage(s.clock.Now(), len(rows), totals, table, sel, s.chart(sel), events))
+	w.Write(s.snapshotMessage(s.clock.Now(), len(rows), totals, table, s.closedRows(), sel, s.chart(sel), events))
 }
 
 // serveSessions answers the sessions table as JSON.

@@ -89,13 +89,17 @@ func (sess *session) publish(e eventMessage) {
 
 // history returns the session's recent events, oldest first, as one
 // message for a page: {"type":"history","session":ID,"events":[...]}.
-func (sess *session) history() []byte {
+func (sess *session) history() []byte { return historyMessage(sess.id, sess.recentEvents()) }
+
+// historyMessage is the history message of session id with its events (a
+// JSON array).
+func historyMessage(id string, events []byte) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"type":"history","session":`)
-	id, _ := json.Marshal(sess.id)
-	b.Write(id)
+	sid, _ := json.Marshal(id)
+	b.Write(sid)
 	b.WriteString(`,"events":`)
-	b.Write(sess.recentEvents())
+	b.Write(events)
 	b.WriteString("}")
 	return b.Bytes()
 }

@@ -42,6 +42,7 @@
   }
 
   const fmt = (v) => (v === null || v === undefined) ? '–' : v.toFixed(1);
+  const clock = (ms) => new Date(ms).toISOString().substring(11, 23);
 
   function cell(tr, text, cls) {
     const td = document.createElement('td');
@@ -68,6 +69,22 @@
       body.appendChild(tr);
     }
     $('sessions').replaceChild(body, $('sessions').tBodies[0]);
+    // the sessions that closed last: their turns and gaps stay browsable
+    const closed = m.closed || [];
+    const cbody = document.createElement('tbody');
+    for (const r of closed) {
+      const tr = document.createElement('tr');
+      tr.dataset.session = r.session;
+      tr.dataset.state = 'closed';
+      if (r.session === selected) tr.className = 'sel';
+      cell(tr, r.session); cell(tr, clock(r.closed_unix_ms));
+      cell(tr, String(r.turns), 'num'); cell(tr, String(r.interruptions), 'num'); cell(tr, String(r.glitches), 'num');
+      cell(tr, (r.underrun_ms || 0).toFixed(0), 'num'); cell(tr, fmt(r.tpot_ms), 'num'); cell(tr, fmt(r.ttfa_ms), 'num');
+      tr.onclick = () => select(r.session);
+      cbody.appendChild(tr);
+    }
+    $('closed').replaceChild(cbody, $('closed').tBodies[0]);
+    $('closed').hidden = $('closed-title').hidden = !closed.length;
     // the monitor's totals: closed sessions count too
     const t = m.totals || {};
     $('n-sessions').textContent = t.sessions || 0; $('n-closed').textContent = t.closed || 0;
@@ -84,6 +101,9 @@
   // measures (buffered: released to the synthesizer; ready: made, waiting
   // at the player), its tokens, gaps and stall warnings
   function draw(c, now, interruptionMs) {
+    // a session that has closed is drawn up to its close
+    const closedAt = c && c.closed_ms;
+    if (closedAt) now = closedAt;
     const cv = $('chart'), g = cv.getContext('2d');
     const W = cv.width, H = cv.height, L = 48, R = 8, T = 14, B = 34;
     g.clearRect(0, 0, W, H);
@@ -124,7 +144,7 @@
         li.dataset.turn = ts.turn;
         li.dataset.class = gp[1] ? (gp[2] ? 'interruption' : 'glitch') : 'dry';
         li.textContent = 'turn ' + ts.turn + ': ' + (gp[1] ? (gp[2] ? 'interruption ' : 'glitch ') + (gp[1] - gp[0]).toFixed(0) + ' ms' : 'player dry for ' + (now - gp[0]).toFixed(0) + ' ms') +
-          ' at ' + new Date(gp[0]).toISOString().substring(11, 23);
+          ' at ' + clock(gp[0]);
         gaps.appendChild(li);
         if (end < t0) continue;
         g.fillStyle = gp[2] ? 'rgba(248,81,73,0.55)' : 'rgba(248,81,73,0.3)';
@@ -166,7 +186,8 @@
     sum.dataset.tokens = tokens;
     sum.dataset.gaps = ngaps;
     sum.dataset.dry = dry.length;
-    sum.textContent = turns.length + (turns.length === 1 ? ' turn' : ' turns') + ' (' + open + ' open), ' +
+    sum.dataset.closed = closedAt ? 'true' : 'false';
+    sum.textContent = (closedAt ? 'closed at ' + clock(closedAt) + ': ' : '') + turns.length + (turns.length === 1 ? ' turn' : ' turns') + ' (' + open + ' open), ' +
       tokens + ' token arrivals (' + shown + ' in view), ' + ngaps + ' underruns' +
       (dry.length ? ', player dry now in turn ' + dry.join(', ') : '');
   }
