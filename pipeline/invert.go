@@ -145,15 +145,7 @@ func searchMaxTPOT(p *Playout, t *Turn, retimed []Chunk) (time.Duration, bool) {
 		}
 		hi = min(2*hi, MaxTPOTLimit)
 	}
-	for hi-lo > maxTPOTResolution {
-		mid := lo + (hi-lo)/2
-		if clean(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, true
+	return largest(lo, hi, maxTPOTResolution, clean), true
 }
 
 // interrupts reports whether any of the underruns is an interruption (a

@@ -14,7 +14,9 @@ import (
 	"github.com/speech-pipeline/underrun/tts"
 )
 
-// DefaultTPOTSLO is the TPOT a turn must stay within to pass.
+// DefaultTPOTSLO is the usual TPOT target (50 ms): a report says of the
+// turns over it whether a listener heard anything (Answer.Findings). It
+// gates the verdict only when set (ReportOptions.TPOTSLO).
 const DefaultTPOTSLO = 50 * time.Millisecond
 
 // Counter counts events and their total length.
@@ -63,8 +65,18 @@ type TurnReport struct {
 
 // ReportOptions choose what a Report computes.
 type ReportOptions struct {
-	// TPOTSLO is the TPOT every turn must stay within (0: DefaultTPOTSLO).
+	// TPOTSLO, when positive, is the TPOT every turn must stay within to
+	// pass; zero leaves the verdict to what the listener hears, and the
+	// report compares TPOT with DefaultTPOTSLO only to say whether a
+	// listener heard it (Answer.Findings).
 	TPOTSLO time.Duration
+	// TTFTSLO, when positive, is the TTFT every turn must stay within to
+	// pass.
+	TTFTSLO time.Duration
+	// Timing says whose timing the gaps follow, where the report cannot
+	// tell it from the configuration (a real player's count, a
+	// recording); zero: the configuration's (Answer.Timing).
+	Timing GapTiming
 	// PerTurn keeps a TurnReport for every turn.
 	PerTurn bool
 	// KeepUnderruns keeps every underrun (the List field), or the first
@@ -85,6 +97,10 @@ type ReportOptions struct {
 // Report accumulates turns and their playouts (Add), is finalized by Close,
 // and renders as JSON or text. Its JSON keys are stable.
 type Report struct {
+	// Answer is what the report says first: the gaps in the listener's
+	// terms, whose timing they follow and what would remove them (set by
+	// Close).
+	Answer         *Answer           `json:"answer"`
 	Turns          int               `json:"turns"`
 	TurnsOK        int               `json:"turns_ok"`
 	TurnsFailed    int               `json:"turns_failed"`
@@ -104,18 +120,26 @@ type Report struct {
 	Positions      map[Position]int  `json:"positions"`
 	// Stopped counts the underruns in which the output transport
 	// signalled that the bot stopped speaking, mid-reply (Underrun.Stopped).
-	Stopped                int              `json:"stopped"`
-	InterruptionsPerMinute float64          `json:"interruptions_per_minute"`
-	SpeechGoodput          float64          `json:"speech_goodput"`
-	MinPrerollMs           float64          `json:"min_preroll_ms"`
-	MaxSafeTPOTMs          *float64         `json:"max_safe_tpot_ms"`
-	TPOTSLOMs              float64          `json:"tpot_slo_ms"`
-	TurnsOverSLO           int              `json:"turns_over_tpot_slo"`
-	Verdict                Verdict          `json:"verdict"`
-	Config                 *ConfigReport    `json:"config,omitempty"`
-	PerTurn                []TurnReport     `json:"per_turn,omitempty"`
-	List                   []UnderrunReport `json:"underrun_list,omitempty"`
-	Chunks                 []ChunkReport    `json:"chunks,omitempty"`
+	Stopped                int      `json:"stopped"`
+	InterruptionsPerMinute float64  `json:"interruptions_per_minute"`
+	SpeechGoodput          float64  `json:"speech_goodput"`
+	MinPrerollMs           float64  `json:"min_preroll_ms"`
+	MaxSafeTPOTMs          *float64 `json:"max_safe_tpot_ms"`
+	// TPOTSLOMs is the TPOT SLO set (ReportOptions.TPOTSLO), or else
+	// DefaultTPOTSLO; TPOTSLOGates says it was set and gates the verdict.
+	// TurnsOverSLO counts the turns over it.
+	TPOTSLOMs    float64 `json:"tpot_slo_ms"`
+	TPOTSLOGates bool    `json:"tpot_slo_gates"`
+	TurnsOverSLO int     `json:"turns_over_tpot_slo"`
+	// TTFTSLOMs is the TTFT SLO set (0: none), TurnsOverTTFTSLO the turns
+	// over it.
+	TTFTSLOMs        float64          `json:"ttft_slo_ms,omitempty"`
+	TurnsOverTTFTSLO int              `json:"turns_over_ttft_slo,omitempty"`
+	Verdict          Verdict          `json:"verdict"`
+	Config           *ConfigReport    `json:"config,omitempty"`
+	PerTurn          []TurnReport     `json:"per_turn,omitempty"`
+	List             []UnderrunReport `json:"underrun_list,omitempty"`
+	Chunks           []ChunkReport    `json:"chunks,omitempty"`
 	// ToolSilences are the gaps a tool call explains (CauseTool), kept
 	// out of the underrun tallies, the verdict and speech goodput;
 	// ToolList has each, with what the filler would have covered.
@@ -149,6 +173,7 @@ type Report struct {
 	itlShared                    []*SharedITLs // ITLs pooled elsewhere
 	itlElsewhere                 bool          // the next turn's ITLs are in itlShared
 	textless                     int           // tokens spoken without text
+	listener                     listener      // what the Answer says
 }
 
 // ConfigReport records the engine settings a report was made with.
@@ -281,14 +306,18 @@ func transportName(t tts.Transport) string {
 
 // NewReport returns an empty report.
 func NewReport(cfg Config, opts ReportOptions) *Report {
-	if opts.TPOTSLO <= 0 {
-		opts.TPOTSLO = DefaultTPOTSLO
+	slo := opts.TPOTSLO
+	if slo <= 0 {
+		slo = DefaultTPOTSLO
 	}
 	r := &Report{
-		opts:      opts,
-		Causes:    map[Cause]Counter{},
-		Positions: map[Position]int{},
-		TPOTSLOMs: Millis(opts.TPOTSLO),
+		opts:         opts,
+		Causes:       map[Cause]Counter{},
+		Positions:    map[Position]int{},
+		TPOTSLOMs:    Millis(slo),
+		TPOTSLOGates: opts.TPOTSLO > 0,
+		TTFTSLOMs:    Millis(max(0, opts.TTFTSLO)),
+		listener:     listener{cfg: cfg},
 	}
 	if len(opts.Goodput) > 0 {
 		r.RequestGoodput = NewGoodput(opts.Goodput)
@@ -334,6 +363,9 @@ func (r *Report) Add(t *Turn, p *Playout) {
 	tr.Tokens = t.Tokens()
 	if has {
 		r.ttft.AddDuration(tm.TTFT)
+		if r.opts.TTFTSLO > 0 && tm.TTFT > r.opts.TTFTSLO {
+			r.TurnsOverTTFTSLO++
+		}
 		r.e2el.AddDuration(tm.E2E)
 		tr.TTFTMs, tr.E2ELMs = Millis(tm.TTFT), Millis(tm.E2E)
 		if tm.HasSpeech {
@@ -344,7 +376,7 @@ func (r *Report) Add(t *Turn, p *Playout) {
 			ms := s * 1000
 			r.tpot.Add(ms)
 			tr.TPOTMs = ptr(ms)
-			if ms > Millis(r.opts.TPOTSLO) {
+			if ms > r.TPOTSLOMs {
 				r.TurnsOverSLO++
 			}
 		}
@@ -432,6 +464,7 @@ func (r *Report) Add(t *Turn, p *Playout) {
 	if !interrupted && !failed {
 		r.good++
 	}
+	r.listener.listen(r, t, p, &tr, interrupted, failed, has && tm.HasSpeech && (p == nil || p.Speech() > 0))
 	sev := Severity{Turn: t.ID, Session: t.Session}
 	if p != nil {
 		sev.Tally = TallyUnderruns(p.Underruns)
@@ -524,6 +557,8 @@ func (r *Report) Close() {
 	if r.Turns == 0 && r.summariesOnly() {
 		// nothing to judge: the files hold the tools' summaries only
 		r.Verdict = Verdict{Result: VerdictNone, Reasons: []string{"the files hold no per-request timings, only the tools' summaries: no speech analysis"}}
+		r.Answer = &Answer{Verdict: VerdictNone, Text: "nothing to hear: the files hold only the tools' summaries, no per-request timings",
+			Findings: []string{}, Remedies: []Remedy{}, Timing: r.timing()}
 		return
 	}
 	if r.Turns == 0 {
@@ -537,21 +572,74 @@ func (r *Report) Close() {
 				g.Good, plural(g.Requests, "request"), 100*g.Fraction, FormatSLOs(g.SLOs), 100*r.opts.GoodputMin))
 		}
 	}
-	if r.TurnsOverSLO > 0 {
+	if r.Interruptions.Count > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%.0f ms of silence) in %s; worst turn %s",
+			plural(r.Interruptions.Count, "interruption"), r.Interruptions.TotalMs, plural(r.listener.gapTurns, "turn"), r.worst.Turn))
+	}
+	if n := r.listener.noReply; n > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %s got no reply: the request failed", n, plural(r.Turns, "turn")))
+	}
+	if n := r.listener.cutOff; n > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("in %d of %s the reply stops: the request failed mid-reply", n, plural(r.Turns, "turn")))
+	}
+	if r.TPOTSLOGates && r.TurnsOverSLO > 0 {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %s %s TPOT above the %s SLO (worst %.1f ms)",
 			r.TurnsOverSLO, plural(r.TPOT.Count, "turn"), pick(r.TurnsOverSLO, "has", "have"), fmtMs(r.TPOTSLOMs), r.TPOT.Max))
 	}
-	if r.Interruptions.Count > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%.0f ms of silence) in %s; worst turn %s",
-			plural(r.Interruptions.Count, "interruption"), r.Interruptions.TotalMs, plural(r.Turns-r.good-r.TurnsFailed, "turn"), r.worst.Turn))
-	}
-	if r.TurnsFailed > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%s failed", plural(r.TurnsFailed, "turn")))
+	if r.TurnsOverTTFTSLO > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %s %s TTFT above the %s SLO (worst %.1f ms)",
+			r.TurnsOverTTFTSLO, plural(r.TTFT.Count, "turn"), pick(r.TurnsOverTTFTSLO, "has", "have"), fmtMs(r.TTFTSLOMs), r.TTFT.Max))
 	}
 	if len(v.Reasons) > 0 {
 		v.Result = "fail"
 	}
 	r.Verdict = v
+	r.Answer = r.answer()
+}
+
+// Expectation is one check its caller made of a closed report (a
+// scenario's expect line), for Expect.
+type Expectation struct {
+	// Text says what was expected and what was got.
+	Text string
+	Held bool
+}
+
+// Expect folds its caller's expectations into the verdict of the report,
+// which it closes first: with any, they decide it, so that a run has one
+// verdict. It passes when every one held; each that did not is a reason.
+// What the listener heard stays in the answer, and, where the
+// expectations hold despite it, among the reasons.
+func (r *Report) Expect(results []Expectation) {
+	r.Close()
+	if len(results) == 0 || r.Verdict.Result == VerdictNone {
+		return
+	}
+	heard := r.Verdict
+	v := Verdict{Result: "pass", Reasons: []string{}}
+	for _, e := range results {
+		if !e.Held {
+			v.Result = "fail"
+			v.Reasons = append(v.Reasons, "expectation failed: "+e.Text)
+		}
+	}
+	if v.Pass() {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%s held", pick(len(results), "the one expectation", fmt.Sprintf("all %d expectations", len(results)))))
+		for _, reason := range heard.Reasons {
+			v.Reasons = append(v.Reasons, "heard, and within the expectations: "+reason)
+		}
+	}
+	r.Verdict = v
+	r.Answer.Verdict = v.Result
+	r.Answer.DecidedBy = DecidedByExpectations
+}
+
+// Note adds a finding to the closed report's answer (Answer.Findings): what
+// its caller learned beside the turns, such as a simulation's Monte Carlo
+// run.
+func (r *Report) Note(finding string) {
+	r.Close()
+	r.Answer.Findings = append(r.Answer.Findings, finding)
 }
 
 // CountGoodputElsewhere stops (true) or resumes (false) counting request
@@ -624,7 +712,45 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 }
 
 // WriteText renders the closed report for people.
+// It opens with the answer (WriteAnswer), then the figures (WriteBody),
+// and ends with the verdict (WriteVerdict).
 func (r *Report) WriteText(w io.Writer) error {
+	for _, write := range []func(io.Writer) error{r.WriteAnswer, r.WriteBody, r.WriteVerdict} {
+		if err := write(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteAnswer writes the closed report's answer, in the listener's terms,
+// and a blank line: what the text report opens with.
+func (r *Report) WriteAnswer(w io.Writer) error {
+	r.Close()
+	return r.Answer.WriteText(w)
+}
+
+// WriteVerdict writes the closed report's verdict with its reasons, as the
+// text report ends.
+func (r *Report) WriteVerdict(w io.Writer) error {
+	r.Close()
+	if r.Verdict.Result == VerdictNone {
+		_, err := io.WriteString(w, "\nverdict: NONE (nothing to judge without per-request timings)\n")
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nverdict: %s\n", strings.ToUpper(r.Verdict.Result))
+	for _, reason := range r.Verdict.Reasons {
+		fmt.Fprintf(&b, "  - %s\n", reason)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteBody writes the closed report's figures: the speech settings, the
+// timing metrics, the underrun tallies and the inversions, and the
+// per-turn lines (the text report between the answer and the verdict).
+func (r *Report) WriteBody(w io.Writer) error {
 	r.Close()
 	var b strings.Builder
 	if r.Verdict.Result == VerdictNone {
@@ -633,7 +759,6 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, f := range r.Tools {
 			f.writeText(&b)
 		}
-		b.WriteString("\nverdict: NONE (nothing to judge without per-request timings)\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -742,11 +867,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "smallest pre-roll with no underrun: %.0f ms\n", r.MinPrerollMs)
 	if r.MaxSafeTPOTMs != nil {
+		slo := fmt.Sprintf("the usual target %.0f ms", r.TPOTSLOMs)
+		if r.TPOTSLOGates {
+			slo = fmt.Sprintf("SLO %s", fmtMs(r.TPOTSLOMs))
+		}
 		switch {
 		case *r.MaxSafeTPOTMs >= Millis(MaxTPOTLimit):
-			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): at least %s, the most the search tries (SLO %s)\n", MaxTPOTLimit, fmtMs(r.TPOTSLOMs))
+			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): at least %s, the most the search tries (%s)\n", MaxTPOTLimit, slo)
 		case *r.MaxSafeTPOTMs > 0:
-			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): %.1f ms (SLO %s)\n", *r.MaxSafeTPOTMs, fmtMs(r.TPOTSLOMs))
+			fmt.Fprintf(&b, "largest constant TPOT with no interruption (every turn): %.1f ms (%s)\n", *r.MaxSafeTPOTMs, slo)
 		default:
 			b.WriteString("largest constant TPOT with no interruption: none; the TTS interrupts even with instant tokens\n")
 		}
@@ -763,10 +892,6 @@ func (r *Report) WriteText(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-	}
-	fmt.Fprintf(&b, "\nverdict: %s\n", strings.ToUpper(r.Verdict.Result))
-	for _, reason := range r.Verdict.Reasons {
-		fmt.Fprintf(&b, "  - %s\n", reason)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -225,3 +225,22 @@ func Passed(checks []Check) bool {
 	}
 	return true
 }
+
+// ReportExpectations returns the checks as expectations of the report
+// (pipeline.Report.Expect), each saying what was expected, where and what
+// was got.
+func ReportExpectations(checks []Check) []pipeline.Expectation {
+	out := make([]pipeline.Expectation, len(checks))
+	for i, c := range checks {
+		got := "n/a"
+		if !math.IsNaN(c.Got) {
+			got = strconv.FormatFloat(c.Got, 'g', 4, 64)
+		}
+		text := fmt.Sprintf("%s, got %s", c.Expectation, got)
+		if c.Line > 0 {
+			text = fmt.Sprintf("line %d: %s", c.Line, text)
+		}
+		out[i] = pipeline.Expectation{Text: text, Held: c.Pass}
+	}
+	return out
+}

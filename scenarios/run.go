@@ -83,5 +83,7 @@ func (s *Scenario) Evaluate(ctx context.Context, opts RunOptions) (*Evaluation, 
 		return nil, err
 	}
 	m := NewMetrics(rep, mc)
-	return &Evaluation{Report: rep, MonteCarlo: mc, Metrics: m, Checks: Checks(s.Expect, m)}, nil
+	checks := Checks(s.Expect, m)
+	rep.Expect(ReportExpectations(checks)) // one verdict: the expectations decide it
+	return &Evaluation{Report: rep, MonteCarlo: mc, Metrics: m, Checks: checks}, nil
 }

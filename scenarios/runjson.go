@@ -4,13 +4,18 @@ import (
 	"encoding/json"
 	"math"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/sim"
 )
 
 // RunJSON is the JSON form of a sim run (underrun sim --output json); its
 // keys are stable.
 type RunJSON struct {
-	Scenario ScenarioJSON `json:"scenario"`
+	// Answer is what the listener hears and the one verdict, as the
+	// report of the scenario's turns says it (absent for sweeps and
+	// questions).
+	Answer   *pipeline.Answer `json:"answer,omitempty"`
+	Scenario ScenarioJSON     `json:"scenario"`
 	// Report is the JSON report of the scenario's turns (absent for sweeps
 	// and questions).
 	Report     json.RawMessage `json:"report,omitempty"`

@@ -29,8 +29,9 @@ told from the content (or --format). For the result files of benchmark tools
 the TTFT, TPOT and ITL figures as that tool computes them, and compares them
 with the summary the tool saved in the file, if any.
 
-Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
-2 bad usage or bad input.`
+Exit codes: 0 pass; 1 the listener hears an interruption (a gap of --interruption or more) or a turn
+without a reply (its request failed), or TPOT or TTFT over --tpot-slo or
+--ttft-slo where given; 2 bad usage or bad input.`
 
 const analyzeExample = `  underrun analyze trace.jsonl
   underrun analyze --chunking sentence --tts-latency 250ms --preroll 300ms trace.jsonl
@@ -282,13 +283,10 @@ func (a *analyzeCommand) runDefault(cmd *cobra.Command) error {
 	}
 	t := scenarios.DefaultTurn()
 	if a.out.output == "text" {
-		fmt.Fprintf(a.env.stdout, "underrun: no input given, so here is the built-in default: one assistant turn\n"+
-			"of %d tokens decoded every %v after a TTFT of %v, with two prefill-like stalls\n"+
-			"(%v before token %d, %v before token %d). Analyze your own traces with\n"+
-			"`underrun analyze FILE`; see `underrun --help`.\n\n",
-			len(t.Chunks), scenarios.DefaultTPOT, scenarios.DefaultTTFT,
-			scenarios.DefaultStalls[0].Delay, scenarios.DefaultStalls[0].Token,
-			scenarios.DefaultStalls[1].Delay, scenarios.DefaultStalls[1].Token)
+		fmt.Fprintf(a.env.stdout, "underrun: the built-in default turn (%d tokens every %v after a %v TTFT, stalls of %v before\n"+
+			"tokens %d and %d); yours: `underrun analyze FILE`, see `underrun --help`.\n\n",
+			len(t.Chunks), scenarios.DefaultTPOT, scenarios.DefaultTTFT, scenarios.DefaultStalls[0].Delay,
+			scenarios.DefaultStalls[0].Token, scenarios.DefaultStalls[1].Token)
 	}
 	if err := s.add(t); err != nil {
 		s.abort()

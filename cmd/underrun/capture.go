@@ -50,8 +50,8 @@ API key is read from the environment variable --api-key-env names
 Ctrl-C stops at once: requests in flight end as cancelled, the trace is
 complete up to that moment, and the report covers what was captured.
 
-Exit codes: 0 pass; 1 the report's verdict failed (TPOT over --tpot-slo, an
-interruption) or a request failed; 2 bad usage, or none of the first 5
+Exit codes: 0 pass; 1 the report's verdict failed (an interruption, a
+request that failed with no reply, TPOT or TTFT over an SLO given); 2 bad usage, or none of the first 5
 requests got a response (the server is not there: the run stops at once
 rather than fire at it for the whole --duration).`
 

@@ -49,7 +49,7 @@ by the engine as analyze accounts the gaps it predicts.
 Without TRACE a silence far longer than the recording's own long pauses is an
 underrun, measured as it lies (no pause assumed before it), with a confidence.
 
-Exit codes: 0 pass; 1 an interruption was heard (or TPOT over --tpot-slo);
+Exit codes: 0 pass; 1 an interruption was heard (or TPOT over --tpot-slo, where given);
 2 bad usage or bad input.`
 
 const heardExample = `  underrun heard call.wav                          # the gaps alone, graded
@@ -146,6 +146,8 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 	if len(turns) == 0 {
 		return c.finishAlone(args[0], res)
 	}
+	c.out.timing = pipeline.GapTiming{Source: pipeline.TimingRecording,
+		Text: "the silences found in the recording " + args[0] + ", each explained by the trace's token timing"}
 	s, err := c.out.begin(c.env, cfg)
 	if err != nil {
 		return err
@@ -164,10 +166,20 @@ func (c *heardCommand) run(ctx context.Context, args []string) error {
 	}
 	s.writeReport = func(w io.Writer, r *pipeline.Report, asJSON bool) error {
 		if asJSON {
-			return writeHeardJSON(w, r, res)
+			return writeHeardJSON(w, r, res, nil)
+		}
+		if err := r.WriteAnswer(w); err != nil {
+			return err
 		}
 		writeHeardText(w, args[0], res)
-		return writeTextReport(w, r, c.out.list)
+		if err := r.WriteBody(w); err != nil {
+			return err
+		}
+		if err := r.WriteVerdict(w); err != nil {
+			return err
+		}
+		writeLists(w, r, c.out.list)
+		return nil
 	}
 	return s.finish()
 }
@@ -240,15 +252,16 @@ func (c *heardCommand) finishAlone(name string, res *heard.Result) error {
 		us = append(us, *h.Underrun)
 	}
 	t := pipeline.TallyUnderruns(us)
-	verdict := "pass"
-	if t.Interruptions > 0 {
-		verdict = "fail"
-	}
+	answer := pipeline.RecordingAnswer(name, us)
+	verdict := answer.Verdict
 	if c.out.output == "json" {
-		if err := writeHeardJSON(c.env.stdout, nil, res); err != nil {
+		if err := writeHeardJSON(c.env.stdout, nil, res, answer); err != nil {
 			return err
 		}
 	} else {
+		if err := answer.WriteText(c.env.stdout); err != nil {
+			return err
+		}
 		writeHeardText(c.env.stdout, name, res)
 		fmt.Fprintf(c.env.stdout, "underruns: %d (%.0f ms); glitches: %d; interruptions: %d (%.0f ms)\nverdict: %s\n",
 			len(us), ms(t.Silence), t.Glitches, t.Interruptions, ms(t.Interrupted), strings.ToUpper(verdict))
@@ -293,6 +306,9 @@ func (c *heardCommand) readTrace(ctx context.Context, name string, cfg *pipeline
 
 // heardJSON is the JSON report: analyze's, with every silence heard.
 type heardJSON struct {
+	// Answer is the answer of a recording heard without a trace (with
+	// one, the report's).
+	Answer    *pipeline.Answer   `json:"answer,omitempty"`
 	Recording heardRecordingJSON `json:"recording"`
 	Report    *pipeline.Report   `json:"report,omitempty"`
 }
@@ -325,8 +341,8 @@ type heardSilenceJSON struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func writeHeardJSON(w io.Writer, r *pipeline.Report, res *heard.Result) error {
-	out := heardJSON{Report: r, Recording: heardRecordingJSON{OffsetMs: ms(res.Offset), FloorDB: res.Levels.Floor, SpeechDB: res.Levels.Speech,
+func writeHeardJSON(w io.Writer, r *pipeline.Report, res *heard.Result, answer *pipeline.Answer) error {
+	out := heardJSON{Answer: answer, Report: r, Recording: heardRecordingJSON{OffsetMs: ms(res.Offset), FloorDB: res.Levels.Floor, SpeechDB: res.Levels.Speech,
 		Threshold: res.Levels.Threshold, PausesMs: map[string]float64{}, FirstSound: ms(res.Levels.FirstSound), Silences: []heardSilenceJSON{}}}
 	for p, d := range res.Pauses {
 		out.Recording.PausesMs[string(p)] = ms(d)
@@ -360,7 +376,7 @@ func writeHeardText(w io.Writer, name string, res *heard.Result) {
 	} else {
 		fmt.Fprintf(w, "no trace: a silence is an underrun when it is %.0f ms (the voice's sentence pause) longer by the margin\n", ms(res.Pauses[heard.AtSentence]))
 	}
-	fmt.Fprintf(w, "%d silences: %d underruns, %d the voice's own pauses\n\n", len(res.Silences), len(gaps), len(res.Silences)-len(gaps))
+	fmt.Fprintf(w, "%s: %s, %s of the voice's own\n\n", plural(len(res.Silences), "silence"), plural(len(gaps), "underrun"), plural(len(res.Silences)-len(gaps), "pause"))
 	fmt.Fprintf(w, "  %10s %9s  %-8s %5s  %-9s %-16s %9s %9s  %s\n", "at ms", "silence", "kind", "conf", "place", "before", "gap ms", "gap len", "cause")
 	for _, h := range res.Silences {
 		gapAt, gapLen, cause := "", "", ""

@@ -21,7 +21,7 @@ import (
 // Exit codes: CI pipelines gate on them.
 const (
 	exitOK    = 0
-	exitFail  = 1 // the verdict failed: an SLO or expectation was missed
+	exitFail  = 1 // the verdict failed: an interruption or a turn without a reply, or an SLO or expectation given was missed
 	exitUsage = 2 // bad flags or bad input
 )
 

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -230,4 +234,79 @@ func checkUsage(t *testing.T, cases []usageCase) {
 			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", tc.args, code, errOut, exitUsage, tc.has)
 		}
 	}
+}
+
+// TestVerdictListens: three turns at TPOT 60 ms whose speech never
+// starves pass (exit 0), the answer saying that the buffer absorbed the
+// TPOT; a TPOT or TTFT SLO fails them only when given.
+func TestVerdictListens(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("testdata", "analyze", "tpot60.jsonl")
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		lines []string
+	}{
+		{nil, exitOK, []string{"PASS: listeners hear no gap in the 3 turns\n",
+			"  - TPOT 60.0 ms > 50 ms in 3 of 3 turns, yet no listener hears a gap in them: the buffer absorbed it\n",
+			"largest constant TPOT with no interruption (every turn): ", "(the usual target 50 ms)\n", "\nverdict: PASS\n"}},
+		{[]string{"--tpot-slo", "50ms"}, exitFail, []string{"FAIL: listeners hear no gap in the 3 turns\n",
+			"(SLO 50ms)\n", "\nverdict: FAIL\n  - 3 of 3 turns have TPOT above the 50ms SLO (worst 60.0 ms)\n"}},
+		{[]string{"--ttft-slo", "250ms"}, exitFail, []string{"FAIL: listeners hear no gap in the 3 turns\n", "\nverdict: FAIL\n  - 3 of 3 turns have TTFT above the 250ms SLO (worst 300.0 ms)\n"}},
+		{[]string{"--tpot-slo", "-1ms"}, exitUsage, nil},
+	} {
+		code, out, errOut := runCLI(t, "", append(append([]string{"analyze"}, tc.args...), path)...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d; stderr %s", tc.args, code, tc.code, errOut)
+		}
+		for _, l := range tc.lines {
+			if !strings.Contains(out, l) {
+				t.Errorf("%v: the report lacks %q:\n%s", tc.args, l, out)
+			}
+		}
+		if tc.lines != nil && !strings.HasPrefix(out, tc.lines[0]) {
+			t.Errorf("%v: the report does not open with its answer:\n%s", tc.args, out)
+		}
+	}
+}
+
+// TestOneStory: the default turn's gap is 242 ms by the voice model, and
+// another length when espeak-ng's measured durations replace the model
+// (--wav): the report says whose timing it is and why the two differ, by
+// the speech before the gap, and the two lengths differ by just that.
+func TestOneStory(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runCLI(t, "")
+	if code != exitFail || !strings.Contains(out, "\ntiming: the voice model's (184 wpm articulation, 177 wpm with its pauses on this text), no real synthesizer\n") {
+		t.Fatalf("exit %d; the model's report does not say its timing is the model's:\n%s", code, out)
+	}
+	if _, err := exec.LookPath("espeak-ng"); err != nil {
+		t.Skip("espeak-ng is not installed (apt-get install espeak-ng): skipping its measured timing")
+	}
+	code, out, errOut := runCLI(t, "", "--wav", filepath.Join(t.TempDir(), "d.wav"))
+	if code != exitFail {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	m := regexp.MustCompile(`\ntiming: espeak-ng measured \(each sentence spoken whole, its length shared out to the chunks that hold it\): ` +
+		`its speech durations replace the voice model's; latency and RTF are the model's; the voice model alone puts the (\d+) ms gap at 242 ms: ` +
+		`espeak-ng speaks the text before it in (\d+) ms, the voice model in 445 ms\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the report does not say whose timing it is and why:\n%s", out)
+	}
+	gap, before := atoi(t, m[1]), atoi(t, m[2])
+	if d := (gap - 242) - (445 - before); d < -1 || d > 1 {
+		t.Errorf("the gap grew by %d ms, the speech before it shrank by %d ms", gap-242, 445-before)
+	}
+	if !strings.HasPrefix(out, "underrun: the built-in default turn") || !strings.Contains(out, fmt.Sprintf("FAIL: listeners hear 1 gap of %d ms in 1 of 1 turns", gap)) {
+		t.Errorf("the answer does not give espeak-ng's gap:\n%s", out)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -66,7 +66,7 @@ func stopOTLP(exp *otlp.Exporter) {
 // attach makes monitor export every turn that ends; the returned
 // function, run after the monitor stopped, sends what is left.
 func (f *otlpFlag) attach(e *env, opts *monitor.Options) (func(), error) {
-	exp, err := f.start(e, "monitor", pipeline.DefaultTPOTSLO)
+	exp, err := f.start(e, "monitor", 0) // no TPOT SLO: the verdict is what the listener hears
 	if err != nil || exp == nil {
 		return func() {}, err
 	}
@@ -84,7 +84,7 @@ func otlpSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 	var f otlpFlag
 	f.bind(fs)
 	return func(e *env, _ pipeline.Config) (turnSink, error) {
-		slo := pipeline.DefaultTPOTSLO
+		var slo time.Duration // none: the verdict is what the listener hears
 		if fl := fs.Lookup("tpot-slo"); fl != nil {
 			if d, err := time.ParseDuration(fl.Value.String()); err == nil {
 				slo = d

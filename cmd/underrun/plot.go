@@ -90,7 +90,7 @@ func newPlotCommand(e *env) *plotCommand {
 	fs.StringVar(&c.kind, "kind", plotAuto, plotKindHelp+", sweep (of a sweep JSON file)")
 	fs.StringVar(&c.turn, "turn", "", "draw the timeline of the turn with this `ID` (default: the worst)")
 	bindFormat(fs, &c.format, "input")
-	fs.DurationVar(&c.slo, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within (for the report's verdict)")
+	fs.DurationVar(&c.slo, "tpot-slo", 0, "fail a turn whose TPOT is over this, in the report's verdict (default: none; the verdict is what the listener hears)")
 	fs.BoolVar(&c.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
 	showFlags(c.cmd, "output", "kind", "turn", "format", "stack", "chunking", "tts-latency", "preroll")
 	return c

@@ -95,6 +95,9 @@ func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnS
 		if d, err := fs.GetDuration("tpot-slo"); err == nil {
 			opts.TPOTSLO = d
 		}
+		if d, err := fs.GetDuration("ttft-slo"); err == nil {
+			opts.TTFTSLO = d
+		}
 		if b, err := fs.GetBool("max-tpot"); err == nil {
 			opts.MaxTPOT = b
 		}

@@ -170,9 +170,10 @@ func TestAnalyzeGoodput(t *testing.T) {
 		t.Errorf("exit %d, stderr %s, stdout:\n%s", code, stderr, stdout)
 	}
 	code, stdout, _ = runCLI(t, "", "analyze", "--goodput", "ttft:100.00000005,tpot:20.0000000005,e2el:300", "--goodput-min", "0.1", "--report", "json", path)
-	// the verdict fails for the failed request only, not for goodput
+	// the verdict fails for the failed request only (no reply), not for
+	// goodput
 	if code != exitFail || !strings.Contains(stdout, `"request_goodput": {`) || !strings.Contains(stdout, `"good": 6`) ||
-		strings.Contains(stdout, "want at least") || !strings.Contains(stdout, "1 turn failed") {
+		strings.Contains(stdout, "want at least") || !strings.Contains(stdout, "1 of 40 turns got no reply: the request failed") {
 		t.Errorf("exit %d:\n%s", code, stdout)
 	}
 	for _, bad := range [][]string{{"--goodput", "itl:5"}, {"--goodput", "ttft"}, {"--goodput", "ttft:5", "--goodput-min", "2"}} {

@@ -38,8 +38,9 @@ pace, as a voice app would (see underrun monitor).
 
 Ctrl-C stops the replay; the turns so far are reported.
 
-Exit codes: 0 pass; 1 some turn has TPOT over --tpot-slo or an interruption;
-2 bad usage or bad input.`
+Exit codes: 0 pass; 1 the listener hears an interruption (a gap of --interruption or more) or a turn
+without a reply (its request failed), or TPOT or TTFT over --tpot-slo or
+--ttft-slo where given; 2 bad usage or bad input.`
 
 const replayExample = `  underrun replay trace.jsonl
   underrun replay --speed 4 --warn-tolerance 150ms capture.jsonl

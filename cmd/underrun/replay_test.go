@@ -127,7 +127,7 @@ func TestWavSink(t *testing.T) {
 	if code != exitFail {
 		t.Fatalf("exit %d; stderr %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "NOT speech") || !strings.Contains(errOut, "1 underruns") {
+	if !strings.Contains(errOut, "NOT speech") || !strings.Contains(errOut, "1 underrun (1 interruption, ") {
 		t.Errorf("stderr should say what was written and that it is not speech:\n%s", errOut)
 	}
 	rate, n := wavInfo(t, out)

@@ -51,6 +51,7 @@ type reportFlags struct {
 	perTurn bool
 	events  string
 	tpotSLO time.Duration
+	ttftSLO time.Duration
 	invert  bool
 	list    int
 	chunks  bool
@@ -66,6 +67,9 @@ type reportFlags struct {
 	goodput    []string
 	goodputMin float64
 	slos       []pipeline.SLO
+	// timing says whose timing the gaps follow, where the engine's
+	// configuration cannot tell (a real player, a recording).
+	timing pipeline.GapTiming
 }
 
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
@@ -74,7 +78,8 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.events, "events", "", "write zerolog JSON events (speech chunks, underruns, turns) to `FILE` (- for stderr)")
 	bindForce(fs, &f.force)
 	fs.BoolVar(&f.chunks, "chunks", false, "list every speech chunk handed to the synthesizer, with what released it and its times")
-	fs.DurationVar(&f.tpotSLO, "tpot-slo", pipeline.DefaultTPOTSLO, "TPOT every turn must stay within to pass")
+	fs.DurationVar(&f.tpotSLO, "tpot-slo", 0, "fail a turn whose TPOT is over this (default: none; the verdict is what the listener hears)")
+	fs.DurationVar(&f.ttftSLO, "ttft-slo", 0, "fail a turn whose TTFT is over this (default: none)")
 	fs.BoolVar(&f.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
 	fs.IntVar(&f.list, "list", 20, "list up to `N` underruns in the text report (0: none)")
 	fs.StringArrayVar(&f.goodput, "goodput", nil, "request goodput as vLLM bench serve counts it, for SLOs as `KEY:MS` pairs of ttft, tpot, e2el: --goodput ttft:200 tpot:50")
@@ -162,8 +167,8 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	if f.output != "text" && f.output != "json" {
 		return nil, usagef("--report: want text or json, got %q", f.output)
 	}
-	if f.tpotSLO <= 0 {
-		return nil, usagef("--tpot-slo must be positive, got %v", f.tpotSLO)
+	if f.tpotSLO < 0 || f.ttftSLO < 0 {
+		return nil, usagef("--tpot-slo and --ttft-slo must not be negative (0: none), got %v and %v", f.tpotSLO, f.ttftSLO)
 	}
 	slos, err := pipeline.ParseSLOs(f.goodput)
 	if err != nil {
@@ -190,10 +195,10 @@ func (f *reportFlags) begin(e *env, cfg pipeline.Config) (*session, error) {
 	}
 	s := &session{env: e, flags: f, cfg: cfg, playout: p, log: zerolog.Nop()}
 	s.report = pipeline.NewReport(cfg, pipeline.ReportOptions{
-		TPOTSLO: f.tpotSLO, PerTurn: f.perTurn, MaxTPOT: f.invert,
+		TPOTSLO: f.tpotSLO, TTFTSLO: f.ttftSLO, PerTurn: f.perTurn, MaxTPOT: f.invert,
 		// the JSON report lists every underrun, the text report --list
 		KeepUnderruns: f.output == "json" || f.list > 0, MaxUnderruns: f.listKept(),
-		KeepChunks: f.chunks, Goodput: slos, GoodputMin: f.goodputMin,
+		KeepChunks: f.chunks, Goodput: slos, GoodputMin: f.goodputMin, Timing: f.timing,
 	})
 	switch f.events {
 	case "":
@@ -334,13 +339,29 @@ func writeTextReport(w io.Writer, r *pipeline.Report, list int) error {
 	if err := r.WriteText(w); err != nil {
 		return err
 	}
+	writeLists(w, r, list)
+	return nil
+}
+
+// writeTextBody writes the report without its answer and verdict, and a
+// list of the first underruns, for a command that writes those itself.
+func writeTextBody(w io.Writer, r *pipeline.Report, list int) error {
+	if err := r.WriteBody(w); err != nil {
+		return err
+	}
+	writeLists(w, r, list)
+	return nil
+}
+
+// writeLists writes the first list underruns and the speech chunks the
+// report kept.
+func writeLists(w io.Writer, r *pipeline.Report, list int) {
 	if list > 0 && len(r.List) > 0 {
 		writeUnderrunList(w, r, list)
 	}
 	if len(r.Chunks) > 0 {
 		writeChunks(w, r.Chunks)
 	}
-	return nil
 }
 
 // writeUnderrunList writes the first list underruns as a table.

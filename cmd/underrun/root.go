@@ -13,7 +13,8 @@ inter-token latency that caused it.
 Run with no arguments to analyze the built-in default turn: real text streamed
 at TPOT 50 ms with two prefill-like stalls, spoken by a word-streaming TTS.
 
-Exit codes: 0 pass, 1 verdict failed (TPOT over the SLO or an interruption),
+Exit codes: 0 pass, 1 verdict failed (the listener hears an interruption, or a
+turn gets no reply; an SLO given with --tpot-slo or --ttft-slo is missed),
 2 bad usage or bad input.`
 
 const rootExample = `  underrun                                  # the built-in default, explained

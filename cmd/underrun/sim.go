@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/scenarios"
 	"github.com/speech-pipeline/underrun/sim"
 )
@@ -35,10 +36,12 @@ may define its own GPU and model
 model and how far it was from the published measurements it was fitted on.
 
 sim plays the scenario's turns through the same engine analyze uses and
-prints the report, then a Monte Carlo run over many more turns on every core
-(speech goodput with a 95% Wilson interval, interruptions per minute of
-speech, the ITL tail set against the stall tolerance), then the table of
-expectations (the metrics they may name: underrun scenarios --metrics). Speech-model
+prints what the listener hears and the report, then a Monte Carlo run over
+many more turns on every core (speech goodput with a 95% Wilson interval,
+interruptions per minute of speech, the ITL tail set against the stall
+tolerance), then the table of expectations (the metrics they may name:
+underrun scenarios --metrics) and the one verdict: the expectations decide it
+when the scenario has any, else what the listener hears. Speech-model
 flags (--stack, --chunking, --tts-latency, --rtf, --wpm, --preroll, ...)
 override the scenario only when given.
 
@@ -53,8 +56,9 @@ load, batch is the number of clients of a closed loop; sessions for a
 scenario with a tts server: how many sessions share it, 1 to 1024, ttfa
 then being the server's).
 
-Exit codes: 0 every expectation held (or, with none, the report passed);
-1 an expectation failed; 2 bad usage or a bad scenario file.`
+Exit codes: 0 the verdict passed (every expectation held, or, with none, no
+interruption and no turn without a reply); 1 it failed; 2 bad usage or a
+bad scenario file.`
 
 const simExample = `  underrun sim tpot-50ms
   underrun sim tpot-50ms --stack pipecat-cartesia --find tpot   # what TPOT does my stack need?
@@ -210,34 +214,41 @@ func (c *simCommand) runScenario(cmd *cobra.Command, s *scenarios.Scenario) erro
 		sess.abort()
 		return err
 	}
-	reportErr := sess.finish()
-	if reportErr != nil && !errors.Is(reportErr, errFail) {
-		return reportErr
-	}
+	rep := sess.report
+	rep.Close()
 	var mc *sim.Result
 	if s.MonteCarlo > 0 {
 		if mc, err = s.Setup.Run(cmd.Context(), c.options(s)); err != nil {
+			sess.abort()
 			return err
 		}
+		rep.Note(fmt.Sprintf("over %d Monte Carlo turns, listeners hear an interruption in %d (%.2f%%): speech goodput %.4f",
+			mc.Turns, mc.Interrupted, 100*float64(mc.Interrupted)/float64(max(1, mc.Turns)), mc.Goodput))
 	}
-	checks := scenarios.Checks(s.Expect, scenarios.NewMetrics(sess.report, mc))
-	pass := scenarios.Passed(checks)
-	if len(checks) == 0 {
-		pass = reportErr == nil
+	// one verdict: the expectations decide it, with the report's figures
+	checks := scenarios.Checks(s.Expect, scenarios.NewMetrics(rep, mc))
+	rep.Expect(scenarios.ReportExpectations(checks))
+	asJSON := c.out.output == "json"
+	sess.writeReport = func(w io.Writer, r *pipeline.Report, _ bool) error {
+		if asJSON {
+			return r.WriteJSON(w)
+		}
+		return writeTextBody(w, r, c.out.list)
+	}
+	verdictErr := sess.finish()
+	if verdictErr != nil && !errors.Is(verdictErr, errFail) {
+		return verdictErr
 	}
 	w := c.env.stdout
-	if c.out.output == "json" {
-		err = writeSimJSON(w, s, buf.Bytes(), mc, checks, pass)
+	if asJSON {
+		err = writeSimJSON(w, s, rep, buf.Bytes(), mc, checks)
 	} else {
-		err = writeSimText(w, s, buf.Bytes(), mc, checks, pass)
+		err = writeSimText(w, s, rep, buf.Bytes(), mc, checks)
 	}
 	if err != nil {
 		return err
 	}
-	if !pass {
-		return errFail
-	}
-	return nil
+	return verdictErr
 }
 
 func describeScenario(w io.Writer, s *scenarios.Scenario) {
@@ -255,8 +266,11 @@ func describeScenario(w io.Writer, s *scenarios.Scenario) {
 	fmt.Fprintf(w, "turns: %d through the report, %d in the Monte Carlo run; seed %d\n\n", s.Turns, s.MonteCarlo, s.Seed)
 }
 
-func writeSimText(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Result, checks []scenarios.Check, pass bool) error {
+func writeSimText(w io.Writer, s *scenarios.Scenario, rep *pipeline.Report, report []byte, mc *sim.Result, checks []scenarios.Check) error {
 	var b strings.Builder
+	if err := rep.WriteAnswer(&b); err != nil {
+		return err
+	}
 	describeScenario(&b, s)
 	b.Write(report)
 	if mc != nil {
@@ -264,7 +278,7 @@ func writeSimText(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Res
 		mc.WriteText(&b)
 	}
 	if len(checks) > 0 {
-		b.WriteString("\nexpectations (they, not the report's verdict above, decide the exit status):\n")
+		b.WriteString("\nexpectations (they decide the verdict):\n")
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  line\tmetric\twant\tgot\tresult")
 		for _, ch := range checks {
@@ -279,11 +293,9 @@ func writeSimText(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Res
 			fmt.Fprintf(tw, "  %s\t%s\t%s %g\t%s\t%s\n", line, ch.Metric, ch.Op, ch.Value, fmtGot(ch.Got), result)
 		}
 		tw.Flush()
-		verdict := "PASS"
-		if !pass {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(&b, "\nscenario verdict: %s\n", verdict)
+	}
+	if err := rep.WriteVerdict(&b); err != nil {
+		return err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -296,9 +308,9 @@ func fmtGot(v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-func writeSimJSON(w io.Writer, s *scenarios.Scenario, report []byte, mc *sim.Result, checks []scenarios.Check, pass bool) error {
-	out := scenarios.NewRunJSON(s, checks, pass)
-	out.Report, out.MonteCarlo = bytes.TrimSpace(report), mc
+func writeSimJSON(w io.Writer, s *scenarios.Scenario, rep *pipeline.Report, report []byte, mc *sim.Result, checks []scenarios.Check) error {
+	out := scenarios.NewRunJSON(s, checks, rep.Verdict.Pass())
+	out.Answer, out.Report, out.MonteCarlo = rep.Answer, bytes.TrimSpace(report), mc
 	return writeJSON(w, out)
 }
 

@@ -27,9 +27,82 @@ func TestSimBuiltin(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
-	for _, want := range []string{"scenario tpot-50ms", "underrun report: 7 turns", "Monte Carlo: 50 turns", "Wilson", "expectations", "scenario verdict: PASS"} {
+	for _, want := range []string{"scenario tpot-50ms", "underrun report: 7 turns", "Monte Carlo: 50 turns", "Wilson", "expectations", "\nverdict: PASS\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSimOneVerdict: sim prints one verdict, first in the listener's
+// terms and last with its reasons, and exits by it: the scenario's
+// expectations decide it, so a run whose listener hears an interruption
+// that the expectations allow passes (exit 0), saying so, and one whose
+// listener hears nothing fails (exit 1) when an expectation fails; the
+// JSON run, its answer and its report carry the same verdict.
+func TestSimOneVerdict(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clean := filepath.Join(dir, "clean.yaml")
+	os.WriteFile(clean, []byte(`name: clean
+doc: a steady stream that no listener hears, expected to interrupt
+seed: 1
+turns: 3
+monte_carlo: 0
+corpus_file: builtin:texts/assistant.txt
+generator:
+  kind: constant
+  ttft: 300ms
+  tpot: 30ms
+tts:
+  chunking: word
+  ttfa: 100ms
+  rtf: 0.1
+expect:
+  interruptions: ">= 1"
+`), 0o644)
+	cases := []struct {
+		args        []string
+		code        int
+		first, last string
+	}{
+		// an interruption heard, within the expectations
+		{[]string{"sim", "transport-pipecat", "--monte-carlo", "20"}, exitOK,
+			"PASS by the expectations: listeners hear 1 gap of 651 ms in 1 of 50 turns",
+			"verdict: PASS\n  - all 2 expectations held\n  - heard, and within the expectations: 1 interruption (651 ms of silence) in 1 turn; worst turn t45\n"},
+		// nothing heard, an expectation failed
+		{[]string{"sim", clean}, exitFail,
+			"FAIL by the expectations: listeners hear no gap in the 3 turns",
+			"verdict: FAIL\n  - expectation failed: line 16: interruptions >= 1, got 0\n"},
+	}
+	for _, tc := range cases {
+		code, out, stderr := simRun(t, tc.args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d; stderr %s", tc.args, code, tc.code, stderr)
+		}
+		if !strings.HasPrefix(out, tc.first) || !strings.HasSuffix(out, tc.last) {
+			t.Errorf("%v: want the answer %q first and the verdict %q last:\n%s", tc.args, tc.first, tc.last, out)
+		}
+		if n := strings.Count(out, "verdict:"); n != 1 || strings.Contains(out, "scenario verdict") {
+			t.Errorf("%v: %d verdict lines, want one:\n%s", tc.args, n, out)
+		}
+		code, out, _ = simRun(t, append(tc.args, "--report", "json")...)
+		var run struct {
+			Verdict string `json:"verdict"`
+			Answer  struct {
+				Verdict   string `json:"verdict"`
+				DecidedBy string `json:"decided_by"`
+			} `json:"answer"`
+			Report struct {
+				Verdict struct{ Result string } `json:"verdict"`
+			} `json:"report"`
+		}
+		if err := json.Unmarshal([]byte(out), &run); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		want := map[int]string{exitOK: "pass", exitFail: "fail"}[tc.code]
+		if code != tc.code || run.Verdict != want || run.Answer.Verdict != want || run.Report.Verdict.Result != want || run.Answer.DecidedBy != "expectations" {
+			t.Errorf("%v json: exit %d, verdicts %q, answer %q, report %q; want %q", tc.args, code, run.Verdict, run.Answer.Verdict, run.Report.Verdict.Result, want)
 		}
 	}
 }

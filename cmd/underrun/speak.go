@@ -55,8 +55,8 @@ every difference listed. --record writes the tokens (a native trace) with
 the synthesizer's measured timings and what was heard, so that
 analyze --measured can play the same run through the model again.
 
-Exit codes: 0 pass; 1 what was heard fails the verdict (an interruption, TPOT
-over --tpot-slo), or with --check it differs from the prediction; 2 bad usage.`
+Exit codes: 0 pass; 1 what was heard fails the verdict (an interruption, a
+turn without a reply, TPOT over --tpot-slo where given), or with --check it differs from the prediction; 2 bad usage.`
 
 const speakExample = `  underrun speak                                        # the default turn, spoken by espeak-ng
   underrun speak --scenario prefill-unchunked --wav heard.wav --record run.jsonl

@@ -49,6 +49,9 @@ type speakRun struct {
 // open starts the report, the outputs, the player and the guard.
 func (r *speakRun) open() (err error) {
 	c := r.cmd
+	c.out.timing = pipeline.GapTiming{Source: pipeline.TimingPlayer, Synthesizer: r.synth.Name(),
+		Text: "the real player's own count of the silence it played (ground truth), " + r.synth.Name() + " synthesizing each " +
+			"speech chunk in real time as the chunking releases it; the engine's prediction for the same run follows the report"}
 	if r.session, err = c.out.begin(c.env, r.cfg); err != nil {
 		return err
 	}
@@ -348,9 +351,10 @@ func (r *speakRun) writeReport(w io.Writer, rep *pipeline.Report, json_ bool) er
 			return err
 		}
 		out := struct {
+			Answer     *pipeline.Answer `json:"answer"`
 			Heard      json.RawMessage  `json:"heard"`
 			Comparison speak.ReportJSON `json:"comparison"`
-		}{Heard: bytes.TrimSpace(heard.Bytes()), Comparison: r.sess.Report().JSON()}
+		}{Answer: rep.Answer, Heard: bytes.TrimSpace(heard.Bytes()), Comparison: r.sess.Report().JSON()}
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return err
@@ -358,9 +362,16 @@ func (r *speakRun) writeReport(w io.Writer, rep *pipeline.Report, json_ bool) er
 		_, err = w.Write(append(b, '\n'))
 		return err
 	}
-	fmt.Fprintf(w, "\nwhat was heard (the player's own count of its silence):\n\n")
-	if err := writeTextReport(w, rep, r.session.flags.list); err != nil {
+	if err := rep.WriteAnswer(w); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "what was heard (the player's own count of its silence):\n\n")
+	if err := rep.WriteBody(w); err != nil {
+		return err
+	}
+	if err := rep.WriteVerdict(w); err != nil {
+		return err
+	}
+	writeLists(w, rep, r.session.flags.list)
 	return r.sess.Report().WriteText(w)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/openai"
 	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/tts"
@@ -20,7 +21,8 @@ import (
 
 // speakJSON is what the tests read of speak's JSON report.
 type speakJSON struct {
-	Heard struct {
+	Answer pipeline.Answer `json:"answer"`
+	Heard  struct {
 		Underruns struct {
 			Count int `json:"count"`
 		} `json:"underruns"`
@@ -204,6 +206,15 @@ func TestSpeakAgainstMock(t *testing.T) {
 		// the stalls interrupt (exit 1) and --check passes
 		t.Errorf("exit %d, agrees %v; want 1 (an interruption was heard), agreeing", code, got.Comparison.Agrees)
 	}
+	// the answer says whose timing its gaps are: the real player's, with
+	// the mock's speech API (espeak-ng), and where the voice model alone puts
+	// the worst one
+	a := got.Answer
+	if a.Verdict != "fail" || a.Timing.Source != pipeline.TimingPlayer || !strings.HasPrefix(a.Timing.Synthesizer, "speech API at ") ||
+		!strings.Contains(a.Timing.Text, "the real player's own count") || a.Worst == nil || a.Worst.ModelLengthMs == nil ||
+		!strings.Contains(a.Timing.Text, "the voice model alone puts the") {
+		t.Errorf("answer %+v", a)
+	}
 
 	// the independent check: the energy of the WAV against the audio the
 	// synthesizer makes of the recorded chunks, made again here
@@ -299,7 +310,8 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 		t.Fatalf("analyze --measured: exit %d: %s", code, errOut)
 	}
 	var report struct {
-		List []struct {
+		Answer pipeline.Answer `json:"answer"`
+		List   []struct {
 			StartMs    float64 `json:"start_ms"`
 			DurationMs float64 `json:"duration_ms"`
 		} `json:"underrun_list"`
@@ -309,6 +321,9 @@ func TestSpeakStreamModeAndAnalyzeMeasured(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &report); err != nil {
 		t.Fatal(err)
+	}
+	if s := report.Answer.Timing.Source; s != pipeline.TimingRun {
+		t.Errorf("analyze --measured: the answer's timing is %q, want %q", s, pipeline.TimingRun)
 	}
 	if report.Underruns.Count != len(predicted) {
 		t.Fatalf("analyze --measured finds %d underruns, speak predicted %d: %s", report.Underruns.Count, len(predicted), out)

@@ -185,8 +185,8 @@ func (s *wavSink) Close() error {
 		return fmt.Errorf("--wav %s: %w", s.flags.path, err)
 	}
 	tally := pipeline.TallyUnderruns(s.gaps)
-	fmt.Fprintf(s.env.stderr, "underrun: wrote %s: turn %q, %.2f s at %d Hz, %d underruns (%d interruptions, %.0f ms of silence), spoken by %s\n",
-		s.flags.path, s.turn, s.audio.Duration().Seconds(), s.audio.Rate, len(s.gaps), tally.Interruptions, pipeline.Millis(tally.Silence), s.engine.Name())
+	fmt.Fprintf(s.env.stderr, "underrun: wrote %s: turn %q, %.2f s at %d Hz, %s (%s, %.0f ms of silence), spoken by %s\n",
+		s.flags.path, s.turn, s.audio.Duration().Seconds(), s.audio.Rate, plural(len(s.gaps), "underrun"), plural(tally.Interruptions, "interruption"), pipeline.Millis(tally.Silence), s.engine.Name())
 	if !s.engine.Speech() {
 		fmt.Fprintf(s.env.stderr, "underrun: note: no speech engine was used, so the WAV carries a voice-like signal with the voice model's timing, NOT speech (install espeak-ng for real speech)\n")
 	}

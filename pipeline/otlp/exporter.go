@@ -57,8 +57,9 @@ type Options struct {
 	// Timeout bounds each export request with its retries (0:
 	// DefaultTimeout).
 	Timeout time.Duration
-	// TPOTSLO is the TPOT a turn must stay within to pass (0:
-	// pipeline.DefaultTPOTSLO), as the report's verdict counts it.
+	// TPOTSLO, when positive, is the TPOT a turn must stay within to
+	// pass, as the report's verdict counts it (pipeline.ReportOptions);
+	// zero: none, the verdict is what the listener hears.
 	TPOTSLO time.Duration
 	// Provider is the gen_ai.provider.name of the GenAI metrics (""
 	// DefaultProvider).
@@ -141,9 +142,6 @@ type instruments struct {
 func New(ctx context.Context, o Options) (*Exporter, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
-	}
-	if o.TPOTSLO <= 0 {
-		o.TPOTSLO = pipeline.DefaultTPOTSLO
 	}
 	if o.Provider == "" {
 		o.Provider = DefaultProvider
@@ -389,7 +387,7 @@ func (e *Exporter) figures(t *pipeline.Turn, p *pipeline.Playout, us []pipeline.
 	failed := t.Status != pipeline.StatusOK && t.Status != ""
 	f.good = !failed && f.tally.Interruptions == 0
 	f.verdict = "pass"
-	if !f.good || f.hasTPOT && f.tpot*float64(time.Second) > float64(e.opts.TPOTSLO) {
+	if !f.good || e.opts.TPOTSLO > 0 && f.hasTPOT && f.tpot*float64(time.Second) > float64(e.opts.TPOTSLO) {
 		f.verdict = "fail"
 	}
 	return f

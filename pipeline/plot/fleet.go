@@ -269,7 +269,7 @@ func (fl *Fleet) binRow(f *Figure, x scale, top, h float64, group []int, row int
 		f.Rect(x.p0+float64(from), top, float64(to-from+1), h, markStyle(cl.class, cl.cause), &Meta{
 			Class: "underrun " + string(cl.class),
 			Data:  [][2]string{{"underruns", strconv.Itoa(count)}, {"cause", string(cl.cause)}, {"row", strconv.Itoa(row)}},
-			Title: fmt.Sprintf("turns %s to %s: %d underruns here, worst %s %s (%s)", fl.Turns[first].Turn, fl.Turns[last].Turn, count, cl.class, fmtDur(cl.worst), causeLabel(cl.cause)),
+			Title: fmt.Sprintf("turns %s to %s: %s here, worst %s %s (%s)", fl.Turns[first].Turn, fl.Turns[last].Turn, plural(count, "underrun"), cl.class, fmtDur(cl.worst), causeLabel(cl.cause)),
 		})
 	}
 	start, prev, count := keys[0], keys[0], cells[keys[0]].count

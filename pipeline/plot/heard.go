@@ -57,7 +57,7 @@ func HeardFigure(w Waveform, turns []Timeline, bases []time.Duration) *Figure {
 		}
 	}
 	f.Text(left, 24, "The recording: its waveform, the voice's own pauses and the gaps heard", titleText)
-	f.Text(left, 44, fmt.Sprintf("%.1f s; %s, %s", dur, plural(gaps, "gap"), plural(pauses, "pause of the voice")), axisText)
+	f.Text(left, 44, fmt.Sprintf("%.1f s; %s, %s", dur, plural(gaps, "gap"), nouns(pauses, "pause of the voice", "pauses of the voice")), axisText)
 	// silences behind the waveform
 	for i, m := range w.Marks {
 		x0, x1 := x.at(m.Start.Seconds()), x.at(m.End.Seconds())

@@ -49,6 +49,7 @@ type htmlData struct {
 	Title, Verdict string
 	Pass           bool
 	Reasons        []string
+	Answer         *pipeline.Answer
 	Summary        string
 	Figures        []htmlFigure
 	Turns          []pipeline.TurnReport
@@ -68,15 +69,16 @@ func WriteHTML(w io.Writer, pg Page) error {
 	if rows <= 0 {
 		rows = DefaultTableRows
 	}
-	d := htmlData{Title: pg.Title, Verdict: r.Verdict.Result, Pass: r.Verdict.Pass(), Reasons: r.Verdict.Reasons}
+	d := htmlData{Title: pg.Title, Verdict: r.Verdict.Result, Pass: r.Verdict.Pass(), Reasons: r.Verdict.Reasons, Answer: r.Answer}
 	if d.Title == "" {
 		d.Title = "underrun report"
 	}
-	// the summary without the per-turn table: the page has its own
+	// the summary without the answer, the verdict and the per-turn
+	// table: the page has its own
 	summary := *r
 	summary.PerTurn = nil
 	var b bytes.Buffer
-	if err := summary.WriteText(&b); err != nil {
+	if err := summary.WriteBody(&b); err != nil {
 		return err
 	}
 	d.Summary = b.String()
@@ -148,8 +150,13 @@ tr.bad td { background: #fbe9de; }
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}PASS{{else}}FAIL{{end}}</span></p>
-{{if .Reasons}}<ul class="reasons">{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p class="answer"><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{if .Pass}}PASS{{else}}FAIL{{end}}</span> {{with .Answer}}{{.Text}}{{end}}</p>
+{{with .Answer}}{{if .Findings}}<ul class="findings">{{range .Findings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p class="note">Timing: {{.Timing.Text}}.</p>
+{{if .Remedies}}<h2>What removes the interruptions of turn {{.RemediesFor}}, cheapest for the listener first</h2>
+<ol class="remedies">{{range .Remedies}}{{if .Removes}}<li>{{.Text}}</li>{{end}}{{end}}</ol>
+<ul class="reasons">{{range .Remedies}}{{if not .Removes}}<li>not: {{.Text}}</li>{{end}}{{end}}</ul>{{end}}{{end}}
+{{if .Reasons}}<p class="note">Verdict {{if .Pass}}PASS{{else}}FAIL{{end}}:</p><ul class="reasons">{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Summary</h2>
 <pre>{{.Summary}}</pre>
 {{range .Figures}}<figure id="{{.ID}}">

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -231,6 +232,46 @@ func TestWriteHTML(t *testing.T) {
 	}
 	if err := WriteHTML(&b, Page{}); err == nil {
 		t.Error("WriteHTML without a report gave no error")
+	}
+	// the header answers first, before the summary's tables: the answer's
+	// line, its timing and the remedies of the worst turn
+	r.Close()
+	a := r.Answer
+	head := html[:strings.Index(html, "<h2>Summary</h2>")]
+	for _, want := range []string{
+		`<p class="answer"><span class="verdict fail">FAIL</span> ` + template.HTMLEscapeString(a.Text) + "</p>",
+		"Timing: " + template.HTMLEscapeString(a.Timing.Text),
+		"<h2>What removes the interruptions of turn " + a.RemediesFor + ", cheapest for the listener first</h2>",
+		"<li>" + template.HTMLEscapeString(a.Remedies[0].Text) + "</li>",
+	} {
+		if !strings.Contains(head, want) {
+			t.Errorf("the HTML header lacks %q:\n%s", want, head)
+		}
+	}
+	if strings.Contains(html, "<pre>FAIL:") || strings.Count(html, "verdict: FAIL") > 0 {
+		t.Errorf("the summary repeats the answer or the verdict")
+	}
+}
+
+// TestWordsCounted: figures count what they show in words that agree with
+// the number ("1 pause of the voice", "10 pauses of the voice", "1
+// underrun").
+func TestWordsCounted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		marks int
+		want  string
+	}{{1, "0 gaps, 1 pause of the voice"}, {10, "0 gaps, 10 pauses of the voice"}} {
+		w := Waveform{Min: make([]float32, 100), Max: make([]float32, 100), Step: 10 * time.Millisecond, Duration: time.Second}
+		for i := range tc.marks {
+			w.Marks = append(w.Marks, WaveMark{Start: time.Duration(i) * 50 * time.Millisecond, End: time.Duration(i)*50*time.Millisecond + 20*time.Millisecond})
+		}
+		if svg := HeardFigure(w, nil, nil).SVG(); !strings.Contains(svg, tc.want) {
+			t.Errorf("%d marks: the figure does not say %q", tc.marks, tc.want)
+		}
+	}
+	if got := plural(1, "underrun"); got != "1 underrun" {
+		t.Errorf("plural(1) = %q", got)
 	}
 }
 

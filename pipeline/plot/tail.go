@@ -211,7 +211,7 @@ func (t *Tail) Figure() *Figure {
 	f.Text(left, 24, "Inter-token latency tail and the stall tolerance", titleText)
 	pts := t.CCDF()
 	startTol, steadyTol := median(t.StartTolerance), median(t.SteadyTolerance)
-	f.Text(left, 44, fmt.Sprintf("%s; an ITL beyond the tolerance where it happens becomes an audible gap (tolerances: median over turns of each turn's tightest point)", plural(int(t.n), "ITL")), noteText)
+	f.Text(left, 44, fmt.Sprintf("%s; an ITL beyond the tolerance where it happens becomes an audible gap (tolerances: median over turns of each turn's tightest point, often just after a gap; an underrun's own tolerance is the slack before it)", plural(int(t.n), "ITL")), noteText)
 	x, y := t.scales(pts, startTol, steadyTol)
 	panelBottom := y.p0
 	type tolLine struct {
@@ -221,8 +221,8 @@ func (t *Tail) Figure() *Figure {
 		c     Style
 	}
 	lines := []tolLine{
-		{fmt.Sprintf("stall tolerance at turn start (first %v of audio)", t.Window), startTol, len(t.StartTolerance), stroke(Vermillion, 2)},
-		{"stall tolerance in steady state", steadyTol, len(t.SteadyTolerance), stroke(Blue, 2, 7, 4)},
+		{fmt.Sprintf("tightest stall tolerance in the first %v of audio", t.Window), startTol, len(t.StartTolerance), stroke(Vermillion, 2)},
+		{"tightest stall tolerance after it", steadyTol, len(t.SteadyTolerance), stroke(Blue, 2, 7, 4)},
 	}
 	// audible region beyond the start-up tolerance
 	for _, l := range lines[:1] {
@@ -246,7 +246,7 @@ func (t *Tail) Figure() *Figure {
 		f.Line(px, panelTop, px, panelBottom, l.c)
 		share := t.Exceeding(l.ms)
 		ts := TextStyle{Size: 11, Color: darker(l.c.Stroke), Bold: true}
-		label := fmt.Sprintf("%s %s: %.3g%% of ITLs reach it", []string{"at start", "in steady state"}[i], fmtDur(time.Duration(l.ms*float64(time.Millisecond))), 100*share)
+		label := fmt.Sprintf("tightest %s %s: %.3g%% of ITLs reach it", []string{"at start", "in steady state"}[i], fmtDur(time.Duration(l.ms*float64(time.Millisecond))), 100*share)
 		if l.ms <= 0 {
 			label = fmt.Sprintf("%s 0 ms: the stream is already behind, every extra delay is heard", []string{"at start", "in steady state"}[i])
 		}

@@ -489,6 +489,14 @@ func (b *band) label(tl *Timeline) string {
 }
 
 // plural says "1 turn", "3 turns", "2 glitches".
+// nouns writes n with the noun one or many.
+func nouns(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -26,7 +27,8 @@ import (
 // the file has it), else all but the last chunks that hold the
 // output_token_count content tokens, are marked Reasoning. Records of the
 // warm-up phase are skipped; failed requests are turns with StatusError,
-// cancelled ones StatusCancelled.
+// cancelled ones (was_cancelled, or an aiperfCancelled error)
+// StatusCancelled.
 type AIPerfReader struct {
 	s      *scanner
 	n      int
@@ -211,6 +213,12 @@ func (d *AIPerfReader) metadata(k string) error {
 	return err
 }
 
+// aiperfCancelled is the type of AIPerf's error for a request its
+// --request-cancellation-rate cancelled on purpose (the client closing the
+// connection, as a user closing a tab: docs/tutorials/request-cancellation.md),
+// code 499; records of versions before was_cancelled carry only this.
+const aiperfCancelled = "RequestCancellationError"
+
 // errorValue reads an error: null, a string, or {code, type, message}.
 func (d *AIPerfReader) errorValue() error {
 	s, r := d.s, &d.record
@@ -369,7 +377,7 @@ func (d *AIPerfReader) turn(line int) (*pipeline.Turn, error) {
 		t.Start = time.Unix(0, r.start)
 	}
 	switch {
-	case r.cancelled:
+	case r.cancelled, strings.HasPrefix(r.errText, aiperfCancelled+" "):
 		t.Status, t.Error = pipeline.StatusCancelled, r.errText
 	case r.errText != "":
 		t.Status, t.Error = pipeline.StatusError, r.errText
