@@ -270,10 +270,10 @@ func (r *Report) answer() *Answer {
 		}
 	}
 	if l.noReply > 0 {
-		fmt.Fprintf(&b, "; %d of %s got no reply: the request failed (turn %s: %s)", l.noReply, plural(r.Turns, "turn"), l.noReplyTurn, l.noReplyErr)
+		fmt.Fprintf(&b, "; %d of %s got no reply: the request failed (%s)", l.noReply, plural(r.Turns, "turn"), turnError(l.noReplyTurn, l.noReplyErr))
 	}
 	if l.cutOff > 0 {
-		fmt.Fprintf(&b, "; in %d of %s the reply stops: the request failed mid-reply (turn %s: %s)", l.cutOff, plural(r.Turns, "turn"), l.cutOffTurn, l.cutOffErr)
+		fmt.Fprintf(&b, "; in %d of %s the reply stops: the request failed mid-reply (%s)", l.cutOff, plural(r.Turns, "turn"), turnError(l.cutOffTurn, l.cutOffErr))
 	}
 	a.Text = b.String()
 	a.Findings = r.findings()
@@ -293,6 +293,14 @@ func (r *Report) answer() *Answer {
 		}
 	}
 	return a
+}
+
+// turnError names a failed turn and its error, if it has one.
+func turnError(turn, err string) string {
+	if err == "" {
+		return "turn " + turn
+	}
+	return "turn " + turn + ": " + err
 }
 
 // glitches writes a count of glitches.

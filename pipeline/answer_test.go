@@ -49,6 +49,7 @@ func TestVerdictIsWhatTheListenerHears(t *testing.T) {
 	cfg := pipeline.DefaultConfig()
 	slow := []*pipeline.Turn{steady("a", 60*ms), steady("b", 60*ms), steady("c", 60*ms)}
 	failed := &pipeline.Turn{ID: "f", Status: pipeline.StatusError, Error: "connection reset"}
+	silent := &pipeline.Turn{ID: "g", Status: pipeline.StatusError} // no error text: the turn alone is named
 	cut := steady("m", 40*ms)
 	cut.Status, cut.Error = pipeline.StatusError, "HTTP 500"
 	cancelled := steady("x", 40*ms)
@@ -76,6 +77,9 @@ func TestVerdictIsWhatTheListenerHears(t *testing.T) {
 		{"a failed request", pipeline.ReportOptions{}, []*pipeline.Turn{steady("ok", 40*ms), failed}, "fail",
 			[]string{"1 of 2 turns got no reply: the request failed"},
 			"listeners hear no gap in the 1 turn with speech (2 in all); 1 of 2 turns got no reply: the request failed (turn f: connection reset)", []string{}},
+		{"a failed request without its error", pipeline.ReportOptions{}, []*pipeline.Turn{silent}, "fail",
+			[]string{"1 of 1 turn got no reply: the request failed"},
+			"listeners hear nothing: none of the 1 turn has speech; 1 of 1 turn got no reply: the request failed (turn g)", []string{}},
 		{"a reply cut off", pipeline.ReportOptions{}, []*pipeline.Turn{cut}, "fail",
 			[]string{"in 1 of 1 turn the reply stops: the request failed mid-reply"},
 			"listeners hear no gap in the 1 turn; in 1 of 1 turn the reply stops: the request failed mid-reply (turn m: HTTP 500)", []string{}},
