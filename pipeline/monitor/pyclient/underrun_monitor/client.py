@@ -5,7 +5,7 @@ Messages are put on a bounded queue and sent by a task of their own; when the
 queue is full a message is dropped and counted. Connecting, sending and
 closing have timeouts. A monitor that cannot be reached, is too slow, goes
 away, or sends something unreadable is reported once through ``on_error``
-(by default a warning in Pipecat's log) and the app goes on: what would
+(by default a warning on the ``underrun_monitor`` logger) and the app goes on: what would
 have been sent is dropped and counted.
 """
 
@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 import websockets
-from loguru import logger
+
+logger = logging.getLogger("underrun_monitor")
 
 #: How many messages may wait to be sent before new ones are dropped.
 DEFAULT_QUEUE_SIZE = 4096
@@ -86,7 +88,7 @@ class MonitorClient:
         self._connect_timeout = connect_timeout
         self._send_timeout = send_timeout
         self._close_timeout = close_timeout
-        self._on_error = on_error if on_error is not None else (lambda e: logger.warning(f"underrun monitor: {e}"))
+        self._on_error = on_error if on_error is not None else (lambda e: logger.warning("underrun monitor: %s", e))
         self._on_message = on_message
         self._reported: set[str] = set()
         self._queue: asyncio.Queue | None = None
