@@ -4,10 +4,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/speech-pipeline/underrun/pipeline"
@@ -21,35 +17,7 @@ const livekitPyDir = "../../pipeline/monitor/livekit-agents-py"
 // livekit-agents installed, or skips the test.
 func liveKitPython(t *testing.T) string {
 	t.Helper()
-	py, err := filepath.Abs(filepath.Join(livekitPyDir, ".venv", "bin", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Skip("the LiveKit Agents (Python) adapter's virtual environment is missing: .ci/run makes it (pipeline/monitor/livekit-agents-py/.venv from requirements.lock, pipeline/monitor/pyclient on its path)")
-	}
-	for _, want := range []string{"livekit/agents", "underrun-monitor.pth"} {
-		if m, _ := filepath.Glob(filepath.Join(livekitPyDir, ".venv", "lib", "python3*", "site-packages", want)); len(m) == 0 {
-			t.Skipf("%s is not in pipeline/monitor/livekit-agents-py/.venv: .ci/run installs livekit-agents from requirements.lock and puts pipeline/monitor/pyclient on the path", want)
-		}
-	}
-	return py
-}
-
-// liveKitPySession runs example.py, the real LiveKit Python pipeline (its
-// args added), against a mock of turns, reporting to a monitor process
-// (its args added), as liveKitSession runs the Node one.
-func liveKitPySession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
-	t.Helper()
-	py := liveKitPython(t)
-	var player []playerTurn
-	evs := adapterSession(t, turns, n, func(llm, monitor, out string) *exec.Cmd {
-		cmd := exec.Command(py, append([]string{"example.py", "--llm", llm, "--tts", llm,
-			"--monitor", monitor, "--session", "lkpy", "--out", out, "--turns", strconv.Itoa(n)}, args...)...)
-		cmd.Dir = livekitPyDir
-		return cmd
-	}, &player, monitorArgs...)
-	return player, evs
+	return pythonVenv(t, livekitPyDir, "livekit/agents", "livekit-agents")
 }
 
 // TestLiveKitPythonThroughMonitor runs a real livekit-agents 1.8.9 pipeline
@@ -61,12 +29,11 @@ func liveKitPySession(t *testing.T, turns []*pipeline.Turn, n int, args []string
 // given the measured timings predicts the same gaps.
 func TestLiveKitPythonThroughMonitor(t *testing.T) {
 	t.Parallel()
-	liveKitPython(t)
 	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	player, evs := liveKitPySession(t, turns, 2, nil, "--stack", "livekit-openai")
+	player, evs := liveKitRun(t, liveKitPython(t), turns, 2, []string{"--turns", "2"}, "--stack", "livekit-openai")
 	heard := map[string]heardEvent{}
 	for _, ev := range evs {
 		if ev.Type == "heard" {
@@ -94,8 +61,7 @@ func TestLiveKitPythonThroughMonitor(t *testing.T) {
 // as the tool call's.
 func TestLiveKitPythonToolCall(t *testing.T) {
 	t.Parallel()
-	liveKitPython(t)
-	player, evs := liveKitPySession(t, []*pipeline.Turn{toolCallTurn(t)}, 1, []string{"--tool", "get_weather", "--tool-ms", "2000"},
+	player, evs := liveKitRun(t, liveKitPython(t), []*pipeline.Turn{toolCallTurn(t)}, 1, []string{"--tool", "get_weather", "--tool-ms", "2000"},
 		"--stack", "livekit-openai")
 	var heard, call heardEvent
 	for _, ev := range evs {
@@ -110,13 +76,5 @@ func TestLiveKitPythonToolCall(t *testing.T) {
 		t.Fatalf("tool_call event %+v, want get_weather in turn %s", call, player[0].Turn)
 	}
 	checkHeard(t, player[0], heard)
-	var gap gapJSON
-	for _, g := range heard.Predicted {
-		if g.DurationMs > gap.DurationMs {
-			gap = g
-		}
-	}
-	if gap.Cause != string(pipeline.CauseTool) || gap.DurationMs < 300 || gap.AtMs < call.AtMs {
-		t.Errorf("the longest predicted gap %+v: want the tool call's, after it (%.1f ms), of 300 ms or more", gap, call.AtMs)
-	}
+	checkToolGap(t, heard, call)
 }

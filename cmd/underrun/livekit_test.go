@@ -85,12 +85,23 @@ type playerTurn struct {
 // event of each of the n turns.
 func liveKitSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
 	t.Helper()
+	return liveKitRun(t, "", turns, n, args, monitorArgs...)
+}
+
+// liveKitRun runs a LiveKit adapter's example: Node's (py empty), or the
+// Python one with the interpreter py; see liveKitSession.
+func liveKitRun(t *testing.T, py string, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
+	t.Helper()
 	var player []playerTurn
 	evs := adapterSession(t, turns, n, func(llm, monitor, out string) *exec.Cmd {
-		node := exec.Command("node", append([]string{"example.mjs", "--llm", llm, "--tts", llm,
-			"--monitor", monitor, "--session", "lk", "--out", out}, args...)...)
-		node.Dir = livekitDir
-		return node
+		common := append([]string{"--llm", llm, "--tts", llm, "--monitor", monitor, "--session", "lk", "--out", out}, args...)
+		cmd := exec.Command("node", append([]string{"example.mjs"}, common...)...)
+		cmd.Dir = livekitDir
+		if py != "" {
+			cmd = exec.Command(py, append([]string{"example.py"}, common...)...)
+			cmd.Dir = livekitPyDir
+		}
+		return cmd
 	}, &player, monitorArgs...)
 	return player, evs
 }
@@ -183,17 +194,7 @@ func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 		t.Errorf("tool_silence event %+v: want its filler_covered_ms, all but the first 100 ms", silence)
 	}
 	checkHeard(t, p, heard)
-	// the tool's silence: the longest gap, after the call, as long as the
-	// tool ran less the speech before it still playing
-	var gap gapJSON
-	for _, g := range heard.Predicted {
-		if g.DurationMs > gap.DurationMs {
-			gap = g
-		}
-	}
-	if gap.Cause != string(pipeline.CauseTool) || gap.DurationMs < 300 || gap.AtMs < call.AtMs {
-		t.Errorf("the longest predicted gap %+v: want the tool call's, after it (%.1f ms), of 300 ms or more", gap, call.AtMs)
-	}
+	checkToolGap(t, heard, call)
 	var recorded *pipeline.Turn
 	for deadline := time.Now().Add(10 * time.Second); recorded == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if b, err := os.ReadFile(rec); err == nil && strings.Contains(string(b), `"type":"end"`) {
@@ -210,6 +211,22 @@ func TestLiveKitToolCallThroughMonitor(t *testing.T) {
 	}
 	if recorded.OutputTokens != turn.Tokens() {
 		t.Errorf("recorded output tokens %d, want the usage of both streams, %d", recorded.OutputTokens, turn.Tokens())
+	}
+}
+
+// checkToolGap checks that the longest gap predicted in a heard event is
+// the tool's silence: after the tool_call event call, as long as the tool
+// ran less the speech before it still playing (300 ms or more).
+func checkToolGap(t *testing.T, heard, call heardEvent) {
+	t.Helper()
+	var gap gapJSON
+	for _, g := range heard.Predicted {
+		if g.DurationMs > gap.DurationMs {
+			gap = g
+		}
+	}
+	if gap.Cause != string(pipeline.CauseTool) || gap.DurationMs < 300 || gap.AtMs < call.AtMs {
+		t.Errorf("the longest predicted gap %+v: want the tool call's, after it (%.1f ms), of 300 ms or more", gap, call.AtMs)
 	}
 }
 

@@ -33,16 +33,26 @@ var recordPipecat = flag.Bool("pipecat-releases", false,
 // installed, or skips the test.
 func pipecatPython(t *testing.T) string {
 	t.Helper()
-	py, err := filepath.Abs(filepath.Join(pipecatDir, ".venv", "bin", "python"))
+	return pythonVenv(t, pipecatDir, "pipecat", "pipecat-ai")
+}
+
+// pythonVenv returns the python of the virtual environment in a Python
+// adapter's folder dir (.ci/run makes it from the folder's lock file, with
+// pipeline/monitor/pyclient on its path), or skips the test when it is
+// missing, or lacks the framework (its package folder pkg, distribution
+// dist) or the shared client.
+func pythonVenv(t *testing.T, dir, pkg, dist string) string {
+	t.Helper()
+	py, err := filepath.Abs(filepath.Join(dir, ".venv", "bin", "python"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("the Pipecat observer's virtual environment is missing: .ci/run makes it (pipeline/monitor/pipecat/.venv from requirements.lock, pipeline/monitor/pyclient on its path)")
+		t.Skipf("%s/.venv is missing: .ci/run makes it from requirements.lock, with pipeline/monitor/pyclient on its path", dir)
 	}
-	for _, want := range []string{"pipecat", "underrun-monitor.pth"} {
-		if m, _ := filepath.Glob(filepath.Join(pipecatDir, ".venv", "lib", "python3*", "site-packages", want)); len(m) == 0 {
-			t.Skipf("%s is not in pipeline/monitor/pipecat/.venv: .ci/run installs pipecat-ai from requirements.lock and puts pipeline/monitor/pyclient on the path", want)
+	for _, want := range []string{pkg, "underrun-monitor.pth"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python3*", "site-packages", want)); len(m) == 0 {
+			t.Skipf("%s is not in %s/.venv: .ci/run installs %s from requirements.lock and puts pipeline/monitor/pyclient on the path", want, dir, dist)
 		}
 	}
 	return py
@@ -144,16 +154,7 @@ func TestPipecatThroughMonitor(t *testing.T) {
 				if call.Name != "get_weather" {
 					t.Fatalf("tool_call event %+v, want get_weather", call)
 				}
-				ev := byTurn[heard[0].Turn]
-				var longest gapJSON
-				for _, g := range ev.Predicted {
-					if g.DurationMs > longest.DurationMs {
-						longest = g
-					}
-				}
-				if longest.Cause != string(pipeline.CauseTool) || longest.AtMs < call.AtMs {
-					t.Errorf("the longest predicted gap %+v: want the tool call's, after it (%.1f ms)", longest, call.AtMs)
-				}
+				checkToolGap(t, byTurn[heard[0].Turn], call)
 			}
 		})
 	}
