@@ -132,11 +132,21 @@ type alignOpts struct {
 	// k is where a chunk's sound begins against the engine's timing when
 	// it plays as soon as it is ready, known within window.
 	k, window time.Duration
+	// missSentence and missClause, when set, are the costs of a sentence
+	// or clause end heard with no silence, as the voice leaves them (0:
+	// the defaults).
+	missSentence, missClause float64
+}
+
+// missCost is the cost of a place heard with no silence where the voice
+// leaves one at share heard of its places of that kind.
+func missCost(heard float64) float64 {
+	return max(0.2, min(costMissSentence, -2*math.Log(1.05-heard)))
 }
 
 // costResumed is the reward for placing a silence where a chunk begins
 // whose audio the timing says was ready just as the silence ended.
-const costResumed = 2.0
+const costResumed = 4.0
 
 // atWord is the cost of a silence of length l between two words with no
 // punctuation: voices pause there briefly, and seldom long.
@@ -187,8 +197,14 @@ func align(runs []run, total time.Duration, bs []boundary, art time.Duration, ao
 		switch b.place {
 		case AtSentence:
 			c = costMissSentence
+			if ao.missSentence > 0 {
+				c = ao.missSentence
+			}
 		case AtClause:
 			c = costMissClause
+			if ao.missClause > 0 {
+				c = ao.missClause
+			}
 		}
 		if b.gap >= predictedHeard {
 			c += costMissGap

@@ -138,10 +138,17 @@ type Result struct {
 	Turns []Turn
 
 	voice voiceModel
+	// places and heard count the places of each kind in the turns' text
+	// and those the alignment found a silence at
+	places, heard map[Place]int
+	// unheard counts the chunk starts with no silence found, by kind
+	unheard map[placeKey]int
 	// sound and art are the recording's speech (its silences taken out)
 	// and the voice model's articulation of the same text, over the
 	// turns
 	sound, art time.Duration
+	// minSilence is the shortest silence the detector reports
+	minSilence time.Duration
 	// measured says the engine's timing is the synthesizer's as measured
 	// (a speak recording): the gaps it predicts are the player's
 	measured bool
@@ -201,7 +208,7 @@ func AnalyzeRecording(ctx context.Context, r SampleReader, rate int, turns []*pi
 		return nil, err
 	}
 	res := &Result{Levels: scan.Levels, Envelope: scan.Envelope, Rate: rate, Offset: opts.Offset,
-		Pauses: map[Place]time.Duration{}, ChunkPauses: map[Place]time.Duration{}, measured: cfg.Measured != nil}
+		Pauses: map[Place]time.Duration{}, ChunkPauses: map[Place]time.Duration{}, measured: cfg.Measured != nil, minSilence: opts.Detector.minSilence()}
 	if len(ps) == 0 {
 		res.classifyAlone(scan.Silences, voice, cfg.Interruption)
 		return res, nil
@@ -220,9 +227,10 @@ func AnalyzeRecording(ctx context.Context, r SampleReader, rate int, turns []*pi
 	res.learn(all, voice)
 	if res.voice.kN > 0 {
 		ao.k, ao.slack, ao.window = res.voice.k, readyTolerance, readyTolerance
-		all = res.alignTurns(scan, ps, voice, ao)
-		res.learn(all, voice)
 	}
+	ao.missSentence, ao.missClause = res.heardShare(AtSentence), res.heardShare(AtClause)
+	all = res.alignTurns(scan, ps, voice, ao)
+	res.learn(all, voice)
 	for i, pl := range ps {
 		text := pipeline.SpokenText(pl.t)
 		var heard []pipeline.Underrun
@@ -286,6 +294,7 @@ func playTurns(turns []*pipeline.Turn, cfg pipeline.Config) ([]played, error) {
 // alignTurns aligns every turn's text to the recording.
 func (res *Result) alignTurns(scan *Scan, ps []played, voice tts.Voice, ao alignOpts) [][]*Heard {
 	res.Turns, res.sound, res.art = res.Turns[:0], 0, 0
+	res.places, res.heard, res.unheard = map[Place]int{}, map[Place]int{}, map[placeKey]int{}
 	var all [][]*Heard
 	for i := range ps {
 		all = append(all, res.alignTurn(scan, ps, i, voice, ao))
@@ -342,6 +351,30 @@ func (res *Result) alignTurn(scan *Scan, ps []played, i int, voice tts.Voice, ao
 		ao.missChunk, ao.padded = costMissSentence, true
 		place = align(runs, sound, bs, art, ao)
 	}
+	at := map[int]bool{}
+	for k, j := range place {
+		if j >= 0 && runs[k].length >= 2*DefaultMinSilence {
+			at[j] = true
+		}
+	}
+	for j, b := range bs {
+		res.places[b.place]++
+		if at[j] {
+			res.heard[b.place]++
+		}
+	}
+	// a chunk start with no silence found at all paused for less than
+	// the shortest silence the detector reports: no gap of that length
+	// can be there, and the voice's pause there is as short
+	found := map[int]bool{}
+	for _, j := range place {
+		found[j] = true
+	}
+	for j, b := range bs {
+		if b.opens && !found[j] {
+			res.unheard[placeKey{b.place, true}]++
+		}
+	}
 	var out []*Heard
 	for k, s := range own {
 		h := &Heard{Silence: s, Turn: pl.t.ID, Place: InWord, Offset: -1, chunk: -1}
@@ -357,6 +390,16 @@ func (res *Result) alignTurn(scan *Scan, ps []played, i int, voice tts.Voice, ao
 		out = append(out, h)
 	}
 	return out
+}
+
+// heardShare returns the cost of a place of kind p heard with no silence,
+// from the share of such places the last alignment found a silence of
+// 2·MinSilence or more at (0: too few places to tell).
+func (res *Result) heardShare(p Place) float64 {
+	if res.places[p] < 3 {
+		return 0
+	}
+	return missCost(float64(res.heard[p]) / float64(res.places[p]))
 }
 
 // padsChunks says whether the alignment found a silence of its own at
@@ -455,21 +498,24 @@ func (res *Result) learn(all [][]*Heard, voice tts.Voice) {
 	// where a chunk's sound begins against the engine's timing when it
 	// plays as soon as it is ready: the lowest of the silences at chunk
 	// starts (a gap's sound resumes then; any other's later, by the time
-	// its audio waited), within the engine's timing's error
-	var ys []time.Duration
+	// its audio waited), within the engine's timing's error; or, with
+	// none there, the lowest that several share (the engine's timing far
+	// off: its chunking not the synthesizer's, its first audio a stall
+	// late)
+	var near, every []time.Duration
 	for _, h := range starts {
-		if y := h.End - h.earliest; h.Length() >= 2*DefaultMinSilence && y > -safeSlack && y < timingSlack {
-			ys = append(ys, y)
+		if h.Length() < 2*DefaultMinSilence {
+			continue
+		}
+		y := h.End - h.earliest
+		every = append(every, y)
+		if y > -safeSlack && y < timingSlack {
+			near = append(near, y)
 		}
 	}
-	if len(ys) > 0 {
-		slices.Sort(ys)
-		var low []time.Duration
-		for _, y := range ys {
-			if y-ys[0] <= readyTolerance {
-				low = append(low, y)
-			}
-		}
+	if low := lowest(near, 1); len(low) > 0 {
+		v.k, v.kN = pauseStatsOf(low).Median, len(low)
+	} else if low := lowest(every, 3); len(low) > 0 {
 		v.k, v.kN = pauseStatsOf(low).Median, len(low)
 	}
 	// the pauses at chunk starts whose audio was surely there; where too
@@ -490,6 +536,12 @@ func (res *Result) learn(all [][]*Heard, voice tts.Voice) {
 			some[k] = append(some[k], h.Length())
 		}
 	}
+	for k, n := range res.unheard {
+		for range n {
+			safe[k] = append(safe[k], res.minSilence/2)
+		}
+		some[k] = append(some[k], safe[k][len(safe[k])-n:]...)
+	}
 	for k, ls := range some {
 		if len(safe[k]) >= 2 {
 			ls = safe[k]
@@ -508,6 +560,27 @@ func (res *Result) learn(all [][]*Heard, voice tts.Voice) {
 		v.lead, v.leadN = pauseStatsOf(leads).Median, len(leads)
 	}
 	res.voice = v
+}
+
+// lowest returns the lowest of ys and those within readyTolerance of it,
+// if there are at least n of them (ys is sorted in place).
+func lowest(ys []time.Duration, n int) []time.Duration {
+	slices.Sort(ys)
+	for i := range ys {
+		var low []time.Duration
+		for _, y := range ys[i:] {
+			if y-ys[i] <= readyTolerance {
+				low = append(low, y)
+			}
+		}
+		if len(low) >= n {
+			return low
+		}
+		if n == 1 {
+			break
+		}
+	}
+	return nil
 }
 
 // classify sets h's kind, confidence and gap.
@@ -565,12 +638,14 @@ func (res *Result) classify(h *Heard) {
 	// where the silence shows near silence at its edges apart from a
 	// core at the floor (the engines' padding is seldom digital silence;
 	// a player's underrun is), the core is the gap
-	if padded(h.Silence) && h.CoreEnd-h.CoreStart >= h.GapLength/2 {
+	if padded(h.Silence) && h.CoreEnd-h.CoreStart >= smallMargin {
 		h.GapStart, h.GapLength = h.CoreStart, h.CoreEnd-h.CoreStart
 		return
 	}
 	// else the gap ends where the next chunk's leading padding begins, as
-	// the recording shows it at other gaps, or half the voice's pause
+	// the recording shows it at other gaps; where it shows none (noise
+	// hides the padding), the voice's own pause is taken to lie half
+	// before the gap and half after
 	lead := (h.Length() - h.GapLength) / 2
 	if v.leadN > 0 {
 		lead = v.lead

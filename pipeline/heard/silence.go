@@ -292,7 +292,9 @@ const (
 
 func newScanner(d Detector, rate int) *scanner {
 	ir := min(rate, analysisRate)
-	s := &scanner{d: d, rate: rate, ir: ir, firstSound: -1, lastSound: -1, statAt: -1}
+	// the recording opens in silence: a blip of sound at its start (a
+	// filter's first samples, a click) does not begin its speech
+	s := &scanner{d: d, rate: rate, ir: ir, firstSound: -1, lastSound: -1, statAt: -1, inSilence: true}
 	s.hp = newBiquad("highpass", 100, 0.707, ir)
 	nyq := float64(ir) / 2
 	for i, e := range bandEdges {
