@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -196,6 +199,10 @@ func (c *heardCommand) analyze(ctx context.Context, name string, channel int, tu
 	if err != nil {
 		return nil, usagef("%s: %w", name, err)
 	}
+	// the silences of a long recording are most of what heard keeps: a
+	// soft limit makes the collector keep the heap near them (10 hours of
+	// speech, 73,000 silences, in under 64 MB)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(heardMemoryLimit))
 	opts := heard.Options{Detector: heard.Detector{MinSilence: c.minGap}, Offset: c.offset, AutoOffset: !c.cmd.Flags().Changed("offset")}
 	if at, ok := recordedOffset(c.recorded, turns); ok && opts.AutoOffset {
 		opts.Offset, opts.AutoOffset = at, false
@@ -209,6 +216,10 @@ func (c *heardCommand) analyze(ctx context.Context, name string, channel int, tu
 	}
 	return res, nil
 }
+
+// heardMemoryLimit is the soft limit of the Go heap while heard analyzes a
+// recording.
+const heardMemoryLimit = 40 << 20
 
 // recordedOffset returns where the first turn's request lies in the WAV
 // that speak --wav-out wrote beside rec: the heard record says where the
@@ -304,24 +315,18 @@ func (c *heardCommand) readTrace(ctx context.Context, name string, cfg *pipeline
 	return turns, nil
 }
 
-// heardJSON is the JSON report: analyze's, with every silence heard.
-type heardJSON struct {
-	// Answer is the answer of a recording heard without a trace (with
-	// one, the report's).
-	Answer    *pipeline.Answer   `json:"answer,omitempty"`
-	Recording heardRecordingJSON `json:"recording"`
-	Report    *pipeline.Report   `json:"report,omitempty"`
-}
-
+// heardRecordingJSON is the JSON report's recording: what the detector
+// measured, the voice's pauses and every silence heard (written one by
+// one after these fields: a long recording has tens of thousands).
 type heardRecordingJSON struct {
-	OffsetMs   float64            `json:"offset_ms"`
-	FloorDB    float64            `json:"noise_floor_db"`
-	SpeechDB   float64            `json:"speech_db"`
-	Threshold  float64            `json:"threshold_db"`
-	PausesMs   map[string]float64 `json:"pauses_ms"`
-	Silences   []heardSilenceJSON `json:"silences"`
-	GapCount   int                `json:"gaps"`
-	FirstSound float64            `json:"first_sound_ms"`
+	OffsetMs      float64            `json:"offset_ms"`
+	FloorDB       float64            `json:"noise_floor_db"`
+	SpeechDB      float64            `json:"speech_db"`
+	Threshold     float64            `json:"threshold_db"`
+	PausesMs      map[string]float64 `json:"pauses_ms"`
+	ChunkPausesMs map[string]float64 `json:"chunk_start_pauses_ms,omitempty"`
+	GapCount      int                `json:"gaps"`
+	FirstSound    float64            `json:"first_sound_ms"`
 }
 
 type heardSilenceJSON struct {
@@ -331,6 +336,7 @@ type heardSilenceJSON struct {
 	Confidence  float64                  `json:"confidence"`
 	Turn        string                   `json:"turn,omitempty"`
 	Place       heard.Place              `json:"place"`
+	ChunkStart  bool                     `json:"chunk_start,omitempty"`
 	After       string                   `json:"after,omitempty"`
 	ExpectedMs  float64                  `json:"expected_ms"`
 	GapStartMs  *float64                 `json:"gap_start_ms,omitempty"`
@@ -341,17 +347,46 @@ type heardSilenceJSON struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// writeHeardJSON writes the JSON report: {"answer": the answer of a
+// recording heard without a trace (with one, the report's), "recording":
+// {..., "silences": [...]}, "report": analyze's report}, each silence
+// encoded as it is written.
 func writeHeardJSON(w io.Writer, r *pipeline.Report, res *heard.Result, answer *pipeline.Answer) error {
-	out := heardJSON{Answer: answer, Report: r, Recording: heardRecordingJSON{OffsetMs: ms(res.Offset), FloorDB: res.Levels.Floor, SpeechDB: res.Levels.Speech,
-		Threshold: res.Levels.Threshold, PausesMs: map[string]float64{}, FirstSound: ms(res.Levels.FirstSound), Silences: []heardSilenceJSON{}}}
+	rec := heardRecordingJSON{OffsetMs: ms(res.Offset), FloorDB: res.Levels.Floor, SpeechDB: res.Levels.Speech,
+		Threshold: res.Levels.Threshold, PausesMs: map[string]float64{}, FirstSound: ms(res.Levels.FirstSound)}
 	for p, d := range res.Pauses {
-		out.Recording.PausesMs[string(p)] = ms(d)
+		rec.PausesMs[string(p)] = ms(d)
 	}
-	for _, h := range res.Silences {
+	if len(res.Turns) > 0 {
+		rec.ChunkPausesMs = map[string]float64{}
+		for p, d := range res.ChunkPauses {
+			rec.ChunkPausesMs[string(p)] = ms(d)
+		}
+	}
+	rec.GapCount = len(res.Gaps())
+	bw := bufio.NewWriter(w)
+	head, err := json.MarshalIndent(rec, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	bw.WriteString("{\n")
+	if answer != nil {
+		b, err := json.MarshalIndent(answer, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString("  \"answer\": ")
+		bw.Write(b)
+		bw.WriteString(",\n")
+	}
+	// the recording's fields, then its silences in the same object
+	bw.WriteString("  \"recording\": ")
+	bw.Write(bytes.TrimSuffix(head, []byte("\n  }")))
+	bw.WriteString(",\n    \"silences\": [")
+	for i, h := range res.Silences {
 		j := heardSilenceJSON{StartMs: ms(h.Start), LengthMs: ms(h.Length()), Kind: h.Kind, Confidence: h.Confidence, Turn: h.Turn,
-			Place: h.Place, After: h.After, ExpectedMs: ms(h.Expected), DepthDB: h.Depth}
+			Place: h.Place, ChunkStart: h.ChunkStart, After: h.After, ExpectedMs: ms(h.Expected), DepthDB: h.Depth}
 		if h.Kind == heard.Gap {
-			out.Recording.GapCount++
 			s, l := ms(h.GapStart), ms(h.GapLength)
 			j.GapStartMs, j.GapLengthMs = &s, &l
 			if h.Underrun != nil {
@@ -359,11 +394,30 @@ func writeHeardJSON(w io.Writer, r *pipeline.Report, res *heard.Result, answer *
 				j.Underrun = &u
 			}
 		}
-		out.Recording.Silences = append(out.Recording.Silences, j)
+		b, err := json.MarshalIndent(j, "      ", "  ")
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n      ")
+		bw.Write(b)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	if len(res.Silences) > 0 {
+		bw.WriteString("\n    ")
+	}
+	bw.WriteString("]\n  }")
+	if r != nil {
+		b, err := json.MarshalIndent(r, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString(",\n  \"report\": ")
+		bw.Write(b)
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 func writeHeardText(w io.Writer, name string, res *heard.Result) {
@@ -371,10 +425,11 @@ func writeHeardText(w io.Writer, name string, res *heard.Result) {
 	fmt.Fprintf(w, "recording %s: %.1f s at %d Hz; noise floor %.0f dBFS, speech %.0f dBFS, silence under %.0f dBFS\n",
 		name, res.Levels.Duration.Seconds(), res.Rate, res.Levels.Floor, res.Levels.Speech, res.Levels.Threshold)
 	if len(res.Turns) > 0 {
-		fmt.Fprintf(w, "the trace's first request lies at %.1f ms of the recording; the voice's own pauses: %.0f ms between words, %.0f ms at a clause end, %.0f ms at a sentence end\n",
-			ms(res.Offset), ms(res.Pauses[heard.AtWord]), ms(res.Pauses[heard.AtClause]), ms(res.Pauses[heard.AtSentence]))
+		fmt.Fprintf(w, "the trace's first request lies at %.1f ms of the recording; the voice's own pauses: %.0f ms between words, %.0f ms at a clause end, %.0f ms at a sentence end inside a chunk, %.0f, %.0f and %.0f ms where a chunk begins\n",
+			ms(res.Offset), ms(res.Pauses[heard.AtWord]), ms(res.Pauses[heard.AtClause]), ms(res.Pauses[heard.AtSentence]),
+			ms(res.ChunkPauses[heard.AtWord]), ms(res.ChunkPauses[heard.AtClause]), ms(res.ChunkPauses[heard.AtSentence]))
 	} else {
-		fmt.Fprintf(w, "no trace: a silence is an underrun when it is %.0f ms (the voice's sentence pause) longer by the margin\n", ms(res.Pauses[heard.AtSentence]))
+		fmt.Fprintf(w, "no trace: a silence is an underrun when it is far longer than the recording's own long pauses (%.0f ms, their median)\n", ms(res.Pauses[heard.Unknown]))
 	}
 	fmt.Fprintf(w, "%s: %s, %s of the voice's own\n\n", plural(len(res.Silences), "silence"), plural(len(gaps), "underrun"), plural(len(res.Silences)-len(gaps), "pause"))
 	fmt.Fprintf(w, "  %10s %9s  %-8s %5s  %-9s %-16s %9s %9s  %s\n", "at ms", "silence", "kind", "conf", "place", "before", "gap ms", "gap len", "cause")

@@ -231,6 +231,7 @@ func AnalyzeRecording(ctx context.Context, r SampleReader, rate int, turns []*pi
 	ao.missSentence, ao.missClause = res.heardShare(AtSentence), res.heardShare(AtClause)
 	all = res.alignTurns(scan, ps, voice, ao)
 	res.learn(all, voice)
+	res.Silences = make([]Heard, 0, len(scan.Silences))
 	for i, pl := range ps {
 		text := pipeline.SpokenText(pl.t)
 		var heard []pipeline.Underrun
@@ -761,6 +762,7 @@ func (r *Result) classifyAlone(silences []Silence, v tts.Voice, interruption tim
 	}
 	fence := max(bigMargin, 3*m.Spread)
 	r.Pauses[Unknown] = m.Median
+	r.Silences = make([]Heard, 0, len(silences))
 	for _, s := range silences {
 		h := Heard{Silence: s, Place: Unknown, Offset: -1, Expected: m.Median, chunk: -1}
 		h.Kind, h.Confidence = decide(s.Length()-m.Median, fence)

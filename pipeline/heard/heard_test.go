@@ -16,6 +16,7 @@ import (
 	"github.com/speech-pipeline/underrun/pipeline/speak"
 	"github.com/speech-pipeline/underrun/pipeline/trace"
 	"github.com/speech-pipeline/underrun/tts"
+	"github.com/speech-pipeline/underrun/tts/render"
 )
 
 // noise returns n samples of Gaussian noise of the colour given (0 white,
@@ -502,4 +503,45 @@ func absDur(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// BenchmarkScan decodes and scans a minute of 48 kHz speech-like sound
+// in noise from a 16-bit WAV, as heard reads a file.
+func BenchmarkScan(b *testing.B) {
+	const rate, seconds = 48000, 60
+	e := newEndless(rate, seconds)
+	var a tts.Audio
+	a.Rate = rate
+	buf := make([]float32, 4096)
+	for {
+		n, err := e.Read(buf)
+		a.Samples = append(a.Samples, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	f, err := os.CreateTemp(b.TempDir(), "scan-*.wav")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := render.WriteWAV(f, a); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	wav, err := os.ReadFile(f.Name())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wav)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := tts.OpenRecording(bytes.NewReader(wav), tts.MixChannels)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := (Detector{}).Scan(context.Background(), r, r.Rate()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(seconds*b.N)/b.Elapsed().Seconds(), "audio-s/s")
 }

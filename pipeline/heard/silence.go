@@ -177,19 +177,44 @@ func (d Detector) Scan(ctx context.Context, r SampleReader, rate int) (*Scan, er
 	}
 	d = d.withDefaults()
 	st := newScanner(d, rate)
-	buf := make([]float32, 32<<10)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// two stages, one goroutine each: decoding and bringing the samples
+	// to the analysis rate, and the analysis; blocks go round between them
+	const blocks = 4
+	full, free := make(chan []float64, blocks), make(chan []float64, blocks)
+	for range blocks {
+		free <- make([]float64, 0, 8<<10)
+	}
+	var readErr error
+	go func() {
+		defer close(full)
+		buf := make([]float32, 32<<10)
+		for {
+			if err := ctx.Err(); err != nil {
+				readErr = err
+				return
+			}
+			n, err := r.Read(buf)
+			if n > 0 {
+				b := <-free
+				full <- st.decimate(buf[:n], b[:0])
+			}
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
 		}
-		n, err := r.Read(buf)
-		st.write(buf[:n])
-		if errors.Is(err, io.EOF) {
-			break
+	}()
+	for b := range full {
+		for _, x := range b {
+			st.analyze(x)
 		}
-		if err != nil {
-			return nil, err
-		}
+		free <- b
+	}
+	if readErr != nil {
+		return nil, readErr
 	}
 	return st.close(), nil
 }
@@ -320,36 +345,61 @@ func newScanner(d Detector, rate int) *scanner {
 	for i := range s.lvHist {
 		s.lvHist[i] = make([]int32, histBins)
 	}
-	s.env = newEnvelopeBuilder(rate)
+	s.env = newEnvelopeBuilder(ir)
 	return s
 }
 
-// write takes the next samples of the recording.
-func (s *scanner) write(p []float32) {
-	s.env.add(p)
+
+// decimate appends to out the analysis rate's samples that p completes:
+// each the mean of the input samples in its span (a box filter: enough
+// against aliasing for levels). It counts the recording's samples.
+func (s *scanner) decimate(p []float32, out []float64) []float64 {
 	s.samples += int64(len(p))
 	if s.ir == s.rate {
 		for _, v := range p {
-			s.analyze(float64(v))
+			out = append(out, float64(v))
 		}
-		return
+		return out
 	}
-	// each analysis sample is the mean of the input samples in its span
-	// (a box filter: enough against aliasing for levels)
+	if k := s.rate / s.ir; s.rate%s.ir == 0 {
+		i := 0
+		for ; s.accN > 0 && i < len(p); i++ {
+			s.acc += float64(p[i])
+			if s.accN++; s.accN == k {
+				out = append(out, s.acc/float64(k))
+				s.acc, s.accN = 0, 0
+			}
+		}
+		inv := 1 / float64(k)
+		for ; i+k <= len(p); i += k {
+			var sum float64
+			for _, v := range p[i : i+k] {
+				sum += float64(v)
+			}
+			out = append(out, sum*inv)
+		}
+		for ; i < len(p); i++ {
+			s.acc += float64(p[i])
+			s.accN++
+		}
+		return out
+	}
 	for _, v := range p {
 		s.acc += float64(v)
 		s.accN++
 		s.phase += s.ir
 		if s.phase >= s.rate {
 			s.phase -= s.rate
-			s.analyze(s.acc / float64(s.accN))
+			out = append(out, s.acc/float64(s.accN))
 			s.acc, s.accN = 0, 0
 		}
 	}
+	return out
 }
 
 // analyze takes one sample at the analysis rate.
 func (s *scanner) analyze(x float64) {
+	s.env.addOne(float32(x))
 	// the broadband level is the frame's variance: no filter, which would
 	// ring on past a word's abrupt end, and no DC
 	s.sum += x
@@ -618,7 +668,9 @@ func (s *scanner) endSilence(end int) {
 }
 
 // Envelope is a recording's waveform at a coarse step: the lowest and
-// highest sample of each span of Step, for drawing it.
+// highest sample of each span of Step (as the detector analyzes it: at 8
+// kHz, each sample the mean of the recording's in its span), for drawing
+// it.
 type Envelope struct {
 	Step     time.Duration
 	Min, Max []float32
@@ -640,16 +692,13 @@ func newEnvelopeBuilder(rate int) envelopeBuilder {
 	return envelopeBuilder{rate: rate, per: per, env: Envelope{Step: time.Duration(per) * time.Second / time.Duration(rate)}}
 }
 
-func (e *envelopeBuilder) add(p []float32) {
-	for _, v := range p {
-		if e.n == 0 {
-			e.lo, e.hi = v, v
-		}
-		e.lo, e.hi = min(e.lo, v), max(e.hi, v)
-		e.n++
-		if e.n == e.per {
-			e.flush()
-		}
+func (e *envelopeBuilder) addOne(v float32) {
+	if e.n == 0 {
+		e.lo, e.hi = v, v
+	}
+	e.lo, e.hi = min(e.lo, v), max(e.hi, v)
+	if e.n++; e.n == e.per {
+		e.flush()
 	}
 }
 
