@@ -4,14 +4,24 @@ package main
 
 import (
 	"context"
+	"flag"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/speech-pipeline/underrun/pipeline"
+	"github.com/speech-pipeline/underrun/pipeline/openai"
+	"github.com/speech-pipeline/underrun/tts/stream/streamtest"
 )
 
 // livekitPyDir is the LiveKit Agents (Python) adapter; .ci/run makes its
 // virtual environment (.venv) from its lock file.
 const livekitPyDir = "../../pipeline/monitor/livekit-agents-py"
+
+var recordLiveKitPy = flag.Bool("livekit-py-releases", false,
+	"record LiveKit Python's release points on the chunking fixtures into tts/testdata/chunking/expect/livekit-agents-py.jsonl")
 
 // liveKitPython returns the virtual environment's python with
 // livekit-agents installed, or skips the test.
@@ -77,4 +87,31 @@ func TestLiveKitPythonToolCall(t *testing.T) {
 	}
 	checkHeard(t, player[0], heard)
 	checkToolGap(t, heard, call)
+}
+
+// TestLiveKitPythonReleasePoints records, through the real LiveKit Python
+// pipeline, the sentences its StreamAdapter's tokenizer emits for every
+// reply of the chunking fixtures (each LLM chunk let through once the one
+// before it has gone as far as it goes; text transforms off), and checks
+// the committed recording (tts/testdata/chunking/expect/livekit-agents-py.jsonl);
+// -livekit-py-releases rewrites it. tts's TestPresetsAgainstLiveKitPython
+// holds the livekit preset to it.
+func TestLiveKitPythonReleasePoints(t *testing.T) {
+	if testing.Short() && !*recordLiveKitPy {
+		t.Skip("-short: 102 replies through LiveKit take about a minute")
+	}
+	t.Parallel()
+	py := liveKitPython(t)
+	e := streamtest.Espeak(t, 450)
+	ids, turns := fixtureTurns(t)
+	srv := httptest.NewServer(&openai.Mock{Turns: turns, Speech: e})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "releases.jsonl")
+	cmd := exec.Command(py, "example.py", "--llm", srv.URL+"/v1", "--tts", srv.URL+"/v1",
+		"--turns", strconv.Itoa(len(turns)), "--releases", out)
+	cmd.Dir = livekitPyDir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the LiveKit Python pipeline: %v\n%s", err, b)
+	}
+	checkReleases(t, out, ids, "livekit-agents-py", "livekit-py-releases", *recordLiveKitPy)
 }
