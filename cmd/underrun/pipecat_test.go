@@ -99,6 +99,9 @@ func pipecatSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, 
 // listener's within 20 ms, the turns are named by Pipecat's turn numbers,
 // and the engine given the measured timings predicts the gaps heard.
 func TestPipecatThroughMonitor(t *testing.T) {
+	if raceEnabled {
+		t.Skip("-race: the listener and the espeak-ng mock play in real time, and the race detector slows them; .ci/run runs this without it")
+	}
 	t.Parallel()
 	pipecatPython(t)
 	for _, c := range []struct {
@@ -219,6 +222,9 @@ func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) + " ms"
 // the counts as attributes), and sends the span's trace context with the
 // turn, so that the monitor's OTLP span of the turn is its child.
 func TestPipecatTurnSpans(t *testing.T) {
+	if raceEnabled {
+		t.Skip("-race: the listener and the espeak-ng mock play in real time, and the race detector slows them; .ci/run runs this without it")
+	}
 	t.Parallel()
 	pipecatPython(t)
 	turns, _, err := scenarioTurns(context.Background(), "testdata/speak/stalls.yaml", 0)
