@@ -71,6 +71,10 @@ type Turn struct {
 	// ToolCalls are the pauses in which the LLM stream stopped for a tool
 	// call, in time order; the chunks after one arrive after it ended.
 	ToolCalls []ToolCall
+	// Model is the model the turn's request named, where the one who
+	// recorded it saw the request (a client, a proxy, a benchmark's result
+	// file); empty when unknown.
+	Model string
 }
 
 // ToolCall is one tool call a turn paused for: at At since the request

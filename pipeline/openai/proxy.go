@@ -239,6 +239,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wt := &watch{p: p, id: "p" + strconv.FormatUint(p.seq.Add(1), 10), path: r.URL.Path, model: req.Model, start: start}
 	wt.s = trace.NewStream(wt.id, session, start)
 	wt.s.Secrets = requestSecrets(r.Header)
+	wt.s.Turn.Model = trace.CutText(req.Model, trace.MaxName) // a name, not a payload
 	wt.turn = &wt.s.Turn
 	if w := p.claim(req.Messages); w != nil {
 		p.resume(wt, w)

@@ -381,7 +381,9 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 		if rec.StartUnixNs != 0 {
 			start = time.Unix(0, rec.StartUnixNs)
 		}
-		if !d.streams.begin(rec.Stream, NewStream(rec.Stream, rec.Session, start)) {
+		st := NewStream(rec.Stream, rec.Session, start)
+		st.Turn.Model = rec.Model
+		if !d.streams.begin(rec.Stream, st) {
 			return nil, d.errorf("stream %q begins a second time", rec.Stream)
 		}
 		if rec.Resumes != "" {

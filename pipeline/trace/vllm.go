@@ -43,6 +43,7 @@ type runIndex struct {
 	cols    [colsCount]columnIndex
 	summary ToolSummary
 	n       int
+	model   string // model_id: the model the benchmark asked for
 }
 
 // ColumnarReader reads the result files of vLLM's `bench serve
@@ -60,7 +61,8 @@ type runIndex struct {
 // Turns are rebuilt exactly as the tool measured them: the first chunk at
 // ttft, each next one an ITL later. Failed requests (a non-empty error)
 // are turns with StatusError, keeping whatever chunks they had. output_lens
-// become Turn.OutputTokens (the count the tool divides TPOT by). The files
+// become Turn.OutputTokens (the count the tool divides TPOT by), a run's
+// model_id every turn's Model. The files
 // keep the generated text only whole, not per chunk: it is cut into
 // words and spread evenly over the chunks in order, so the speech model hears the real words
 // at about the times they came; without text the chunks are text-less
@@ -211,6 +213,11 @@ func (d *ColumnarReader) index() error {
 			}
 			if k == "best_of" || k == "use_beam_search" {
 				legacy = true
+			}
+			if k == "model_id" && c == '"' {
+				var err error
+				ri.model, err = s.str()
+				return err
 			}
 			if k == "completed" && c != 'n' {
 				v, _, err := s.integer()
@@ -432,7 +439,7 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 	if d.multi {
 		id = "run" + strconv.Itoa(d.run+1) + "-" + id
 	}
-	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK}
+	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK, Model: d.runs[d.run].model}
 	if errText != "" {
 		t.Status, t.Error = pipeline.StatusError, errText
 	}
