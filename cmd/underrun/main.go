@@ -98,6 +98,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 	// sample rate its tests lack)
 	log.SetOutput(io.Discard)
 	stdin, stdout, stderr := e.stdin, e.stdout, e.stderr
+	e.ctx = ctx
 	root := newRootCommand(e)
 	if args == nil {
 		args = []string{} // cobra would read os.Args for nil
@@ -128,4 +129,7 @@ type env struct {
 	// stderr)
 	progressAfter, progressEvery time.Duration
 	noProgress                   bool
+	// ctx is the command line's context (nil: never done): it ends on
+	// Ctrl-C, which stops what waits at exit (an OTLP export)
+	ctx context.Context
 }

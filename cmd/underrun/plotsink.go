@@ -67,7 +67,7 @@ type plotSink struct {
 	collector    *plot.Collector
 }
 
-func plotSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error) {
+func plotSinkFactory(fs *pflag.FlagSet, _ *reportFlags) func(e *env, cfg pipeline.Config) (turnSink, error) {
 	var path, kind string
 	fs.StringVar(&path, "plot", "", "draw the run into `FILE`: .html (the report with every plot), .svg or .png (one plot: --plot-kind)")
 	fs.StringVar(&kind, "plot-kind", plotAuto, plotKindHelp)

@@ -128,6 +128,7 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	if err != nil {
 		return usagef("--url: %w", err)
 	}
+	c.out.run = runInfo{command: "proxy", live: true, llm: c.upstream}
 	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err

@@ -202,6 +202,9 @@ func (r *replayRun) replay(ctx context.Context, turns []*pipeline.Turn) error {
 	s := r.session
 	cfg := s.cfg
 	r.clock = pipeline.ScaledClock(pipeline.PreciseClock(nil, pipeline.DefaultSpin), r.cmd.speed)
+	// the turns' starts are on this clock: a sink that tells a backend
+	// maps them back to the wall clock
+	s.flags.run.speed, s.flags.run.origin = r.cmd.speed, r.clock.Now()
 	span, err := pipeline.ReplaySpan(turns)
 	if err != nil {
 		return usageError{err}

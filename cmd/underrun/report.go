@@ -30,8 +30,9 @@ type turnSink interface {
 
 // sinkFactory binds a sink's flags on a command's flag set and returns a
 // constructor that makes the sink when its flags ask for one (nil sink,
-// nil error when they don't).
-type sinkFactory func(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error)
+// nil error when they don't); f.run, read when the sink is made, says
+// what the run is.
+type sinkFactory func(fs *pflag.FlagSet, f *reportFlags) func(e *env, cfg pipeline.Config) (turnSink, error)
 
 // sinkFactories are registered by the files that define sinks (init).
 var sinkFactories []sinkFactory
@@ -70,6 +71,24 @@ type reportFlags struct {
 	// timing says whose timing the gaps follow, where the engine's
 	// configuration cannot tell (a real player, a recording).
 	timing pipeline.GapTiming
+	// run says what the run is, for the sinks that tell a backend (OTLP)
+	run runInfo
+}
+
+// runInfo is what a command tells the sinks about its run.
+type runInfo struct {
+	// command names it (default: the flag set's name)
+	command string
+	// live runs until stopped and must never wait on a sink (proxy,
+	// speak); the others are offline and deliver everything
+	live bool
+	// llm is the server the command called itself (capture, proxy, speak
+	// --url), api the OpenAI API it spoke ("chat" or "completions")
+	llm, api string
+	// speed and origin: turns played speed times as fast as recorded
+	// from origin on (replay --speed), their starts on that faster clock
+	speed  float64
+	origin time.Time
 }
 
 func (f *reportFlags) bind(fs *pflag.FlagSet) {
@@ -85,7 +104,7 @@ func (f *reportFlags) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.goodput, "goodput", nil, "request goodput as vLLM bench serve counts it, for SLOs as `KEY:MS` pairs of ttft, tpot, e2el: --goodput ttft:200 tpot:50")
 	fs.Float64Var(&f.goodputMin, "goodput-min", 1, "with --goodput: the fraction of requests that must meet every SLO to pass")
 	for _, factory := range sinkFactories {
-		f.sinks = append(f.sinks, factory(fs))
+		f.sinks = append(f.sinks, factory(fs, f))
 	}
 	for _, hook := range configHooks {
 		f.hooks = append(f.hooks, hook(fs))

@@ -79,7 +79,7 @@ type wavFlags struct {
 	engine   string
 }
 
-func wavSinkFactory(fs *pflag.FlagSet) func(e *env, cfg pipeline.Config) (turnSink, error) {
+func wavSinkFactory(fs *pflag.FlagSet, _ *reportFlags) func(e *env, cfg pipeline.Config) (turnSink, error) {
 	w := &wavFlags{}
 	fs.StringVar(&w.path, "wav", "", "write what the listener hears to `FILE` (WAV), every underrun as silence of its exact length")
 	ownTurn := fs.Lookup("turn") == nil

@@ -120,6 +120,9 @@ type Options struct {
 	// tracing backend). It runs on the session's guard, so it must return
 	// quickly, and it must not keep TurnDone.Playout.
 	OnTurn func(TurnDone)
+	// Collectors are more Prometheus collectors for /metrics, beside the
+	// monitor's own (an OTLP exporter's delivery counters).
+	Collectors []prometheus.Collector
 
 	// recordBacklog is how many bytes of records may wait behind a write
 	// that Record holds up before ingestion waits too (tests: a few)
@@ -204,6 +207,11 @@ func New(opts Options) (*Server, error) {
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 	}
 	s.m.maxSessions.Set(float64(opts.MaxSessions))
+	for _, c := range opts.Collectors {
+		if err := s.m.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("monitor: a collector for /metrics: %w", err)
+		}
+	}
 	s.hub = newHub(opts.Queue, func(page bool) {
 		kind := "events"
 		if page {

@@ -5,12 +5,22 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// SpanTurn is the name of the span of one turn, and EventUnderrun the name
-// of the span event of one underrun.
+// SpanTurn is the name of the span of a speech turn underrun did not see
+// the LLM call of (its own attributes only: the app's own LLM span, if
+// any, is the call); a turn whose call underrun saw is the GenAI client
+// span CallSpanName names. EventUnderrun is the span event of one underrun,
+// EventToolSilence of a silence while the stream stopped for a tool call
+// (no underrun).
 const (
-	SpanTurn      = "turn"
-	EventUnderrun = "underrun"
+	SpanTurn         = "speech turn"
+	EventUnderrun    = "underrun"
+	EventToolSilence = "tool_silence"
 )
+
+// CallSpanName is the name of the GenAI client span of a turn underrun saw
+// the call of, as the semantic conventions build it: the operation, then
+// the model ("chat gpt-4o-mini").
+func CallSpanName(operation, model string) string { return operation + " " + model }
 
 // ScopeName is the instrumentation scope of every span and metric.
 const ScopeName = "github.com/speech-pipeline/underrun/pipeline/otlp"
@@ -41,6 +51,7 @@ const (
 	AttrStack        = attribute.Key("underrun.stack")       // the named framework + TTS stack, when one was chosen
 	AttrClock        = attribute.Key("underrun.clock")       // wall (the turn's own start time) or virtual (laid out by the exporter)
 	AttrTraceparent  = attribute.Key("underrun.traceparent") // a traceparent that could not be read, kept as it came
+	AttrSpeed        = attribute.Key("underrun.speed")       // replay --speed: the span lasts the turn's length over this
 )
 
 // The attributes of an underrun event.
@@ -54,18 +65,31 @@ const (
 	AttrTolerance = attribute.Key("underrun.tolerance_ms") // the stall the stream could take there with no gap
 	AttrStart     = attribute.Key("underrun.start_ms")     // when it began, since the request
 	AttrDuration  = attribute.Key("underrun.duration_ms")  // how long it lasted
-	// of a tool-call silence, with the playout's Config.Filler: what the filler plays
-	// over, and how long a phrase that outlasts it holds back the reply
+)
+
+// The attributes of a tool_silence event, besides underrun.start_ms,
+// underrun.duration_ms, underrun.token and underrun.position.
+const (
+	AttrToolName = attribute.Key("underrun.tool.name") // the tool the stream stopped for
+	AttrToolMs   = attribute.Key("underrun.tool_ms")   // how long the tool ran
+	// with the playout's Config.Filler: what the filler plays over of the
+	// silence, and how long a phrase that outlasts it holds back the reply
 	AttrFillerCovered = attribute.Key("underrun.filler_covered_ms")
 	AttrFillerLate    = attribute.Key("underrun.filler_late_ms")
 )
 
-// The semantic conventions' attributes a turn span carries (v1.41.0).
+// The semantic conventions' attributes (v1.41.0) of the GenAI client span
+// of a turn whose call underrun saw; a speech turn span has none.
 var (
 	attrOperation    = semconv.GenAIOperationNameKey
+	attrProvider     = semconv.GenAIProviderNameKey
+	attrRequestModel = semconv.GenAIRequestModelKey
+	attrStream       = semconv.GenAIRequestStreamKey
 	attrConversation = semconv.GenAIConversationIDKey
 	attrFirstChunk   = semconv.GenAIResponseTimeToFirstChunkKey
 	attrOutputTokens = semconv.GenAIUsageOutputTokensKey
+	attrServerAddr   = semconv.ServerAddressKey
+	attrServerPort   = semconv.ServerPortKey
 	attrErrorType    = semconv.ErrorTypeKey
 )
 
@@ -84,4 +108,4 @@ const (
 // latencyBuckets are the histogram boundaries, in seconds, of every
 // duration metric: 5 ms to 10 s, as the monitor's Prometheus histograms,
 // fine where token latencies and audible gaps fall.
-var latencyBuckets = []float64{.005, .01, .02, .03, .04, .05, .075, .1, .15, .2, .3, .5, .75, 1, 2, 5, 10}
+var latencyBuckets = [...]float64{.005, .01, .02, .03, .04, .05, .075, .1, .15, .2, .3, .5, .75, 1, 2, 5, 10}

@@ -2,7 +2,9 @@
 // server that decodes every export request with the OpenTelemetry
 // Collector's own pdata module (ptraceotlp and pmetricotlp
 // ExportRequest.UnmarshalProto) and keeps the spans and metrics, so a
-// test checks what a backend would store.
+// test checks what a backend would store. It can answer slowly, as a
+// hosted backend does, and take traces only, answering /v1/metrics with
+// 404 as Jaeger, Tempo, Langfuse and Phoenix do.
 package otlptest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -31,18 +34,50 @@ type Span struct {
 type Receiver struct {
 	URL string
 	srv *httptest.Server
+	o   Options
 
 	mu       sync.Mutex
 	spans    []Span
 	metrics  map[string][]pmetric.Metric
 	requests int
+	refused  map[string]int // requests answered 404, by path
+	headers  http.Header    // of the last request
+}
+
+// Options shape a receiver as the backends users send to.
+type Options struct {
+	// Latency is how long each export request takes to answer (a hosted
+	// backend's round trip).
+	Latency time.Duration
+	// TracesOnly answers /v1/metrics with 404, as the tracing backends
+	// that take no metrics do (Jaeger, Tempo, Langfuse, Phoenix).
+	TracesOnly bool
+	// Discard reads each request and answers it without decoding or
+	// keeping anything (benchmarks: the receiver's work stays small).
+	Discard bool
 }
 
 // NewReceiver starts a receiver that stops when the test ends.
-func NewReceiver(t testing.TB) *Receiver {
-	r := &Receiver{metrics: map[string][]pmetric.Metric{}}
+func NewReceiver(t testing.TB) *Receiver { return NewReceiverWith(t, Options{}) }
+
+// NewReceiverWith starts a receiver shaped by o that stops when the test
+// ends.
+func NewReceiverWith(t testing.TB, o Options) *Receiver {
+	r := &Receiver{o: o, metrics: map[string][]pmetric.Metric{}, refused: map[string]int{}}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.refused[req.URL.Path]++
+		r.mu.Unlock()
+		http.NotFound(w, req)
+	})
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
+		r.wait(req)
+		if o.Discard {
+			io.Copy(io.Discard, req.Body)
+			r.answer(w, ptraceotlp.NewExportResponse().MarshalProto)
+			return
+		}
 		er := ptraceotlp.NewExportRequest()
 		if !decode(t, w, req, er.UnmarshalProto) {
 			return
@@ -62,6 +97,19 @@ func NewReceiver(t testing.TB) *Receiver {
 		r.answer(w, ptraceotlp.NewExportResponse().MarshalProto)
 	})
 	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
+		if o.TracesOnly {
+			r.mu.Lock()
+			r.refused[req.URL.Path]++
+			r.mu.Unlock()
+			http.NotFound(w, req)
+			return
+		}
+		r.wait(req)
+		if o.Discard {
+			io.Copy(io.Discard, req.Body)
+			r.answer(w, pmetricotlp.NewExportResponse().MarshalProto)
+			return
+		}
 		er := pmetricotlp.NewExportRequest()
 		if !decode(t, w, req, er.UnmarshalProto) {
 			return
@@ -84,6 +132,19 @@ func NewReceiver(t testing.TB) *Receiver {
 	t.Cleanup(r.srv.Close)
 	r.URL = r.srv.URL
 	return r
+}
+
+// wait holds a request for the receiver's latency and notes its headers.
+func (r *Receiver) wait(req *http.Request) {
+	r.mu.Lock()
+	r.headers = req.Header.Clone()
+	r.mu.Unlock()
+	if r.o.Latency > 0 {
+		select {
+		case <-time.After(r.o.Latency):
+		case <-req.Context().Done():
+		}
+	}
 }
 
 // decode reads a request's protobuf body, gzip or not, into unmarshal;
@@ -150,6 +211,20 @@ func (r *Receiver) MetricNames() []string {
 		names = append(names, n)
 	}
 	return names
+}
+
+// Refused returns how many requests to path were answered 404.
+func (r *Receiver) Refused(path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused[path]
+}
+
+// Header returns a header of the last export request.
+func (r *Receiver) Header(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.headers.Get(name)
 }
 
 // Requests returns how many export requests were decoded.
