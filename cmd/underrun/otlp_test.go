@@ -429,3 +429,39 @@ func TestMonitorOTLP(t *testing.T) {
 		t.Error("no underrun event, though each turn stalls 340 ms with 160 ms of audio buffered")
 	}
 }
+
+// TestOTLPCollector: analyze and sim --otlp through a real OpenTelemetry
+// Collector (v0.165.0, built by .ci/run; skips without it): every turn
+// arrives, with the metrics, and nothing is said on stderr.
+func TestOTLPCollector(t *testing.T) {
+	t.Parallel()
+	col := otlptest.StartCollector(t)
+	file := filepath.Join(t.TempDir(), "result.json")
+	if err := os.WriteFile(file, []byte(vllmResult), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runUnderrun(t, nil, "analyze", "--otlp", col.URL, file); (code != exitOK && code != exitFail) || stderr != "" {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runUnderrun(t, nil, "sim", "tpot-50ms", "--turns", "500", "--otlp", col.URL); code != exitOK || stderr != "" {
+		t.Fatalf("sim: exit %d: %s", code, stderr)
+	}
+	got := col.Stop(t)
+	calls, turns := 0, 0
+	for _, s := range got.Spans {
+		switch s.Name() {
+		case "chat example/voice-8b":
+			calls++
+		case otlp.SpanTurn:
+			turns++
+		}
+	}
+	if calls != 3 || turns != 500 {
+		t.Errorf("through the Collector: %d calls and %d speech turns, want 3 and 500", calls, turns)
+	}
+	for _, name := range []string{"gen_ai.client.operation.time_per_output_chunk", otlp.MetricTurns, otlp.MetricTPOT} {
+		if len(got.Metrics[name]) == 0 {
+			t.Errorf("no %s through the Collector", name)
+		}
+	}
+}

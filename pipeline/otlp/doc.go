@@ -1,27 +1,47 @@
 // Package otlp is a sink that sends what the engine found to a tracing
-// backend over OTLP/HTTP (protobuf), with the OpenTelemetry Go SDK: every
-// turn becomes a span named "turn" that starts when its request was sent
-// and ends when its last audio played (real wall-clock times when the turn
-// has them, else times laid out one turn after another from the export's
-// start), with its timing figures and verdict as attributes; every
-// underrun is an event on that span, at the moment the player ran dry,
-// with its class, cause, token, ITL, stall tolerance and where it fell.
+// backend over OTLP/HTTP (protobuf). Every turn becomes a span that starts
+// when its request was sent and ends when its last audio played, with its
+// timing figures and verdict as attributes; every underrun is an
+// "underrun" event on it, at the moment the player ran dry, and every
+// silence while the stream stopped for a tool call a "tool_silence" event.
+//
+// Which span: a turn whose LLM call underrun saw itself (it knows the
+// model: a client, a proxy, a benchmark result) and that comes with no
+// caller's span is the GenAI client inference span of that call, as the
+// semantic conventions v1.41.0 define it ("chat {model}", kind client);
+// any other turn, and every turn with a W3C traceparent (the app's own LLM
+// span is the call; the turn's span joins that trace as its child), is a
+// "speech turn" span described by underrun.* attributes alone, so that
+// Langfuse and Phoenix do not count the call twice.
+//
+// When: a turn with a wall-clock start is sent at once; turns without one
+// are kept in a temporary file and, at Shutdown, laid one after another
+// so that the last ends then. A replay faster than recorded passes
+// TurnRecord.Speed: the spans keep the wall-clock length of the playing.
+//
+// Nothing is lost without a count: the spans wait in a bounded queue and
+// leave in batches from one goroutine; an offline exporter
+// (Options.Offline) waits for room and, at Shutdown, for every span, a
+// live one drops what finds the queue full, and Delivery, DeliveryText and
+// Collector (Prometheus) say what became of every span. A backend that
+// answers a signal's path with 404 or 405 does not take that signal: it
+// is reported once, through Options.OnNotTaken, and not sent again.
 //
 // Metrics go with the spans: the OpenTelemetry GenAI client metrics where
 // the semantic conventions name one (gen_ai.client.operation.
 // time_to_first_chunk, time_per_output_chunk, duration and
-// gen_ai.client.token.usage, semantic conventions v1.41.0 as the SDK's
-// semconv/v1.41.0/genaiconv defines them) and underrun.* for the rest
-// (TPOT, time to first audio, turns and good turns, underruns by class and
-// cause). Names.go lists every name.
+// gen_ai.client.token.usage, semconv/v1.41.0/genaiconv) and underrun.* for
+// the rest. names.go lists every name.
 //
-// A turn may carry a W3C traceparent (the live monitor's turn_start does):
-// its span is then a child of that span, in the caller's trace, read with
-// the SDK's propagation.TraceContext.
+// The OpenTelemetry Go SDK (v1.47.0) sends the spans (its OTLP/HTTP
+// client) and makes the metrics; the spans are encoded here, straight to
+// protobuf (proto.go), and the time per output chunk is bucketed here
+// (itl.go): the SDK's tracer and one histogram measurement per ITL made
+// analyze --otlp four times as slow on a large benchmark file.
 //
-// The package prints nothing and reads no flags or environment of its own
-// (the SDK reads the standard OTEL_EXPORTER_OTLP_* settings it was not
-// given, such as headers); an export that fails is reported once, through
-// Options.OnError, and never stops or slows the engine: spans wait in the
-// SDK's bounded batch queue, and Shutdown gives up after a bounded time.
+// The package prints nothing and reads no environment of its own:
+// FromEnv reads the standard OTEL_* settings through the getenv a command
+// passes, and the SDK reads those it takes itself (headers, certificates,
+// compression, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES). An export
+// that fails is reported once, through Options.OnError.
 package otlp

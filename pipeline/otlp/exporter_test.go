@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -750,5 +751,87 @@ func BenchmarkExport(b *testing.B) {
 	b.StopTimer()
 	if err := e.Shutdown(context.Background()); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestFailedTurnManyGaps: a failed stream sets the span's status and,
+// on a call's span, error.type; a turn of 1,100 gaps keeps the first
+// 1,000 events and counts the rest as dropped; a tracestate rides along.
+func TestFailedTurnManyGaps(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	turn, p := played(t, time.Unix(1764669600, 0))
+	turn.Status, turn.Error, turn.Model = pipeline.StatusError, "upstream closed the stream", "m"
+	many := make([]pipeline.Underrun, 1100)
+	for i := range many {
+		many[i] = pipeline.Underrun{Turn: turn.ID, Start: time.Duration(i) * time.Millisecond, Duration: time.Millisecond,
+			Class: pipeline.Glitch, Cause: pipeline.CauseStall, Tolerance: pipeline.Unbounded}
+	}
+	e := newExporter(t, otlp.Options{Endpoint: rcv.URL})
+	e.Export(otlp.TurnRecord{Turn: turn, Playout: p})
+	e.Export(otlp.TurnRecord{Turn: turn, Playout: p, Underruns: many, Traceparent: "00-" + traceID + "-" + parentID + "-01", Tracestate: "vendor=1"})
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	slices.SortFunc(spans, func(a, b otlptest.Span) int { return a.Events().Len() - b.Events().Len() })
+	call, speech := spans[0], spans[1]
+	for _, s := range spans {
+		if s.Status().Code() != ptrace.StatusCodeError || s.Status().Message() != turn.Error {
+			t.Errorf("span %q status %v %q, want an error with the turn's text", s.Name(), s.Status().Code(), s.Status().Message())
+		}
+	}
+	wantStr(t, "call", call.Attributes(), "error.type", "_OTHER")
+	if _, ok := speech.Attributes().Get("error.type"); ok {
+		t.Error("the speech turn carries error.type: underrun.* attributes only")
+	}
+	if speech.Events().Len() != 1000 || speech.DroppedEventsCount() != 100 {
+		t.Errorf("%d events, %d dropped; want 1000 and 100", speech.Events().Len(), speech.DroppedEventsCount())
+	}
+	if got := speech.TraceState().AsRaw(); got != "vendor=1" {
+		t.Errorf("trace state %q, want vendor=1", got)
+	}
+	if speech.Flags()&0x300 != 0x300 || call.Flags()&0x300 != 0x100 || call.Flags()&1 != 1 {
+		t.Errorf("flags %#x (under a remote parent) and %#x (root): want the parent-is-remote bits as the SDK sets them, and sampled", speech.Flags(), call.Flags())
+	}
+}
+
+// TestCollectorCounts: the Prometheus counters say what became of the
+// spans.
+func TestCollectorCounts(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	e := newExporter(t, otlp.Options{Endpoint: rcv.URL, NoMetrics: true})
+	turn, p := played(t, time.Unix(1764669600, 0))
+	for range 3 {
+		e.Export(otlp.TurnRecord{Turn: turn, Playout: p})
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e.Collector())
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "," + l.GetValue()
+			}
+			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{"underrun_otlp_spans_total,delivered": 3, "underrun_otlp_spans_total,dropped": 0,
+		"underrun_otlp_spans_total,failed": 0, "underrun_otlp_spans_total,refused": 0, "underrun_otlp_spans_waiting": 0,
+		"underrun_otlp_exports_failed_total,traces": 0, "underrun_otlp_exports_failed_total,metrics": 0}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("gathered %v, want %v", got, want)
 	}
 }

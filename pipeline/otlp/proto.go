@@ -206,7 +206,7 @@ func anySize(v attribute.Value) int {
 	case attribute.STRING:
 		return stringFieldSize(v.AsString())
 	default:
-		return stringFieldSize(v.Emit())
+		return stringFieldSize(v.String())
 	}
 }
 
@@ -250,7 +250,7 @@ func appendAttrs(b []byte, n protowire.Number, kvs []attribute.KeyValue) []byte 
 		case attribute.STRING:
 			b = appendStringField(b, fAnyString, kv.Value.AsString())
 		default:
-			b = appendStringField(b, fAnyString, kv.Value.Emit())
+			b = appendStringField(b, fAnyString, kv.Value.String())
 		}
 	}
 	return b

@@ -124,7 +124,7 @@ func spillAttrs(b []byte, kvs []attribute.KeyValue) []byte {
 		case attribute.FLOAT64:
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(kv.Value.AsFloat64()))
 		default:
-			b = appendString(b, kv.Value.Emit())
+			b = appendString(b, kv.Value.String())
 		}
 	}
 	return b
@@ -158,7 +158,7 @@ func encodeSpec(b []byte, sp *spec) []byte {
 var errSpill = errors.New("a kept span does not read back")
 
 // maxSpilled bounds a string or count read back, against a damaged file.
-const maxSpilled = 1 << 24
+const maxSpilled = 1 << 20
 
 type specReader struct {
 	r   *bufio.Reader
@@ -207,10 +207,10 @@ func (d *specReader) string() string {
 
 func (d *specReader) attrs() []attribute.KeyValue {
 	n := d.uvarint()
-	if d.err != nil {
+	if d.err != nil || n == 0 {
 		return nil
 	}
-	kvs := make([]attribute.KeyValue, 0, n)
+	kvs := make([]attribute.KeyValue, 0, min(n, 64))
 	for range n {
 		key := attribute.Key(d.string())
 		switch attribute.Type(d.byte()) {

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +44,15 @@ func TestTurnModel(t *testing.T) {
 		t.Errorf("capture: %+v, %v; want one turn of the request's model voice-8b", turns, err)
 	}
 
+	// the native trace keeps it in the turn record
+	var native bytes.Buffer
+	if err := NewWriter(&native, "test").WriteTurn(turns[0]); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readAll(t, native.String())
+	if err != nil || len(back) != 1 || back[0].Model != "voice-8b" || !strings.Contains(native.String(), `"model":"voice-8b"`) {
+		t.Errorf("native round trip: %+v, %v; want the model kept:\n%s", back, err, native.String())
+	}
 	turns, err = readAll(t, `{"type":"turn","turn":"t1"}`+"\n"+`{"type":"chunk","turn":"t1","t_ns":1000}`+"\n"+`{"type":"end","turn":"t1","status":"ok"}`+"\n")
 	if err != nil || len(turns) != 1 || turns[0].Model != "" {
 		t.Errorf("native: %+v, %v; want one turn of no model", turns, err)

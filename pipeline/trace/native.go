@@ -41,6 +41,7 @@ type Record struct {
 	Turn        string `json:"turn,omitempty"`
 	Session     string `json:"session,omitempty"`
 	StartUnixNs int64  `json:"start_unix_ns,omitempty"`
+	Model       string `json:"model,omitempty"`
 
 	TNs       *int64  `json:"t_ns,omitempty"`
 	Text      *string `json:"text,omitempty"`
@@ -153,6 +154,7 @@ func (w *Writer) BeginTurn(t *pipeline.Turn) error {
 	if !t.Start.IsZero() {
 		w.int("start_unix_ns", t.Start.UnixNano())
 	}
+	w.str("model", t.Model)
 	return w.end()
 }
 
@@ -224,9 +226,9 @@ func (w *Writer) WriteTurn(t *pipeline.Turn) error {
 
 // fields is a record as the reader decodes it: Record without pointers.
 type fields struct {
-	typ, turn, session, text, status, errText, format, source, name string
-	hasText, hasT, hasTokens, reasoning, hasDuration                bool
-	tNs, tokens, startUnixNs, outputTokens, version, durationNs     int64
+	typ, turn, session, text, status, errText, format, source, name, model string
+	hasText, hasT, hasTokens, reasoning, hasDuration                       bool
+	tNs, tokens, startUnixNs, outputTokens, version, durationNs            int64
 }
 
 func (f *fields) fromRecord(r *Record) {
@@ -234,7 +236,7 @@ func (f *fields) fromRecord(r *Record) {
 		typ: r.Type, turn: r.Turn, session: r.Session, status: r.Status, errText: r.Error,
 		format: r.Format, source: r.Source, reasoning: r.Reasoning,
 		startUnixNs: r.StartUnixNs, outputTokens: int64(r.OutputTokens), version: int64(r.Version),
-		name: r.Name,
+		name: r.Name, model: r.Model,
 	}
 	if r.DurationNs != nil {
 		f.durationNs, f.hasDuration = *r.DurationNs, true
@@ -370,7 +372,7 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if err := checkStart(rec.startUnixNs); err != nil {
 			return nil, d.errorf("turn %q: start_unix_ns: %v", rec.turn, err)
 		}
-		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice()}
+		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice(), Model: rec.model}
 		if rec.startUnixNs != 0 {
 			t.Start = time.Unix(0, rec.startUnixNs)
 		}
@@ -652,6 +654,8 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 			}
 		case "session":
 			rec.session, ok = d.str(v, "")
+		case "model":
+			rec.model, ok = d.str(v, "")
 		case "start_unix_ns":
 			rec.startUnixNs, ok = int64Value(v)
 		case "status":
