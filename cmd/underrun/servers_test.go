@@ -84,6 +84,11 @@ func TestEveryFileGoesThroughOutfile(t *testing.T) {
 				if filepath.Base(pos.Filename) == "vllm.go" && fn == "Remove" {
 					continue
 				}
+				// the OTLP exporter's own temporary file of the turns
+				// without start times, removed once they are sent
+				if filepath.Base(pos.Filename) == "spill.go" && fn == "Remove" {
+					continue
+				}
 				// heard's evaluation corpus, a package only its tests
 				// import, writes and removes its own temporary files
 				if strings.HasSuffix(filepath.ToSlash(filepath.Dir(pos.Filename)), "pipeline/heard/internal/corpus") {
