@@ -15,10 +15,12 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/gorilla/websocket"
+	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/monitor"
 	"github.com/speech-pipeline/underrun/pipeline/monitor/prometheus"
+	"github.com/speech-pipeline/underrun/pipeline/otlp"
 	"github.com/speech-pipeline/underrun/tts"
 )
 
@@ -209,7 +211,13 @@ func TestEveryAlertFiresAndStaysQuiet(t *testing.T) {
 // level:metric:operations.
 func TestRulesQueryWhatExists(t *testing.T) {
 	t.Parallel()
-	s, err := monitor.New(monitor.Options{Config: pipeline.DefaultConfig()})
+	// a monitor with --otlp: its /metrics count the spans
+	exp, err := otlp.New(context.Background(), otlp.Options{Endpoint: "http://127.0.0.1:4318"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Shutdown(context.Background())
+	s, err := monitor.New(monitor.Options{Config: pipeline.DefaultConfig(), Collectors: []prom.Collector{exp.Collector()}})
 	if err != nil {
 		t.Fatal(err)
 	}
