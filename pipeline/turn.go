@@ -246,6 +246,14 @@ func (t *Turn) TPOTOver(n int) (float64, bool) {
 // time of the tool calls that started in it (ToolPauses).
 func (t *Turn) ITLs() iter.Seq[time.Duration] {
 	return func(yield func(time.Duration) bool) {
+		if len(t.ToolCalls) == 0 { // most turns: no tool's time to take out
+			for i := 1; i < len(t.Chunks); i++ {
+				if !yield(t.Chunks[i].At - t.Chunks[i-1].At) {
+					return
+				}
+			}
+			return
+		}
 		tools := t.ToolPauses()
 		for i := 1; i < len(t.Chunks); i++ {
 			from, to := t.Chunks[i-1].At, t.Chunks[i].At

@@ -218,8 +218,12 @@ type attrSets struct {
 	gaps  map[[2]string]metric.MeasurementOption
 }
 
-// genaiSets are a model's GenAI metric attributes, and with the token type.
-type genaiSets struct{ op, tokens attribute.Set }
+// genaiSets are a model's GenAI metric attributes, and the record
+// options made of them once (with the token type for the token usage).
+type genaiSets struct {
+	op                     attribute.Set
+	opRecord, tokensRecord []metric.RecordOption
+}
 
 // instruments are the metrics an Exporter records through the SDK (the
 // time per output chunk is itlHistogram).
@@ -679,8 +683,10 @@ func (e *Exporter) genai(model string) genaiSets {
 	if e.serverAddr != "" {
 		kvs = append(kvs, attrServerAddr.String(e.serverAddr), attrServerPort.Int(e.serverPort))
 	}
-	s := genaiSets{op: attribute.NewSet(kvs...),
-		tokens: attribute.NewSet(append(kvs, attribute.String("gen_ai.token.type", string(genaiconv.TokenTypeOutput)))...)}
+	s := genaiSets{op: attribute.NewSet(kvs...)}
+	tokens := attribute.NewSet(append(kvs, attribute.String("gen_ai.token.type", string(genaiconv.TokenTypeOutput)))...)
+	s.opRecord = []metric.RecordOption{metric.WithAttributeSet(s.op)}
+	s.tokensRecord = []metric.RecordOption{metric.WithAttributeSet(tokens)}
 	e.sets.genai[model] = s
 	return s
 }
@@ -705,10 +711,10 @@ func (e *Exporter) record(f figures, us []pipeline.Underrun, t *pipeline.Turn) {
 	in := &e.inst
 	if f.hasTiming {
 		sets := e.genai(t.Model)
-		in.ttfc.RecordSet(ctx, f.tm.TTFT.Seconds(), sets.op)
-		in.duration.RecordSet(ctx, f.tm.E2E.Seconds(), sets.op)
+		in.ttfc.Inst().Record(ctx, f.tm.TTFT.Seconds(), sets.opRecord...)
+		in.duration.Inst().Record(ctx, f.tm.E2E.Seconds(), sets.opRecord...)
 		e.itl.add(t, sets.op) // a tool call's time is no decode time
-		in.tokens.RecordSet(ctx, int64(f.tm.Tokens), sets.tokens)
+		in.tokens.Inst().Record(ctx, int64(f.tm.Tokens), sets.tokensRecord...)
 	}
 	if f.hasTPOT {
 		in.tpot.Record(ctx, f.tpot)
@@ -844,7 +850,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		if e.spill.n > 0 {
 			// the kept turns were waiting for this moment: they wait for
 			// room in the queue, whatever the run
-			e.queue.block.Store(true)
+			e.queue.setBlock()
 			at := time.Now().Add(-e.spill.total)
 			err := e.spill.each(func(sp *spec) {
 				if ctx.Err() == nil {

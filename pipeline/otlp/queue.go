@@ -72,17 +72,25 @@ const (
 // queue holds the spans made: they wait in a bounded queue and leave in
 // batches from one goroutine, and every span is counted. When the queue
 // is full, an offline run waits (block) and a live one drops the span;
-// either way nothing is lost without a count.
+// either way nothing is lost without a count. Adding a span takes a lock
+// and wakes the sender only when a batch is full (a channel send per
+// span woke it every time).
 type queue struct {
 	export  func(ctx context.Context, spans [][]byte) outcome
 	timeout time.Duration
 	batch   int
+	size    int
 	c       *counts
 
-	block atomic.Bool
-	in    chan []byte
-	stop  chan struct{}
-	done  chan struct{}
+	mu      sync.Mutex
+	room    *sync.Cond // signalled when the sender takes spans, or stops
+	pending [][]byte   // each an encoded Span, at most size
+	block   bool
+	stopped bool
+
+	wake chan struct{} // a batch is full (capacity 1)
+	stop chan struct{}
+	done chan struct{}
 	// abort ends the export under way when Shutdown's wait runs out
 	ctx   context.Context
 	abort context.CancelFunc
@@ -96,69 +104,92 @@ type queue struct {
 
 func newQueue(size, batch int, timeout time.Duration, block bool, c *counts,
 	export func(ctx context.Context, spans [][]byte) outcome) *queue {
-	q := &queue{export: export, timeout: timeout, batch: batch, c: c,
-		in:   make(chan []byte, size),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	q.block.Store(block)
+	q := &queue{export: export, timeout: timeout, batch: batch, size: size, c: c, block: block,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	q.room = sync.NewCond(&q.mu)
 	q.ctx, q.abort = context.WithCancel(context.Background())
 	go q.run()
 	return q
 }
 
+// setBlock makes the queue wait for room (the kept turns at Shutdown wait
+// whatever the run).
+func (q *queue) setBlock() {
+	q.mu.Lock()
+	q.block = true
+	q.mu.Unlock()
+}
+
 // add queues a span (the Exporter counted it when it made it): it waits
-// for room when the queue blocks, else a full queue drops it.
+// for room when the queue blocks, else a full queue drops it; once the
+// sender stopped, it is dropped.
 func (q *queue) add(s []byte) {
-	if q.block.Load() {
-		select {
-		case q.in <- s:
-		case <-q.stop:
-			q.c.dropped.Add(1)
-		}
+	q.mu.Lock()
+	for len(q.pending) >= q.size && q.block && !q.stopped {
+		q.room.Wait()
+	}
+	if len(q.pending) >= q.size || q.stopped {
+		q.mu.Unlock()
+		q.c.dropped.Add(1)
 		return
 	}
-	select {
-	case q.in <- s:
-	default:
-		q.c.dropped.Add(1)
+	q.pending = append(q.pending, s)
+	full := len(q.pending) >= q.batch
+	q.mu.Unlock()
+	if full {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// take removes up to a batch of the waiting spans into buf.
+func (q *queue) take(buf [][]byte) [][]byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(len(q.pending), q.batch)
+	buf = append(buf[:0], q.pending[:n]...)
+	rest := copy(q.pending, q.pending[n:])
+	clear(q.pending[rest:])
+	q.pending = q.pending[:rest]
+	q.room.Broadcast()
+	return buf
 }
 
 // run sends the batches until Shutdown, then what is left.
 func (q *queue) run() {
 	defer close(q.done)
-	buf := make([][]byte, 0, q.batch) // each an encoded Span
-	send := func() {
-		if len(buf) > 0 {
-			q.send(buf)
-			clear(buf)
-			buf = buf[:0]
-		}
-	}
-	drain := func() {
+	buf := make([][]byte, 0, q.batch)
+	// sendAll sends what waits, a batch at a time (full only, unless all)
+	sendAll := func(all bool) {
 		for {
-			select {
-			case s := <-q.in:
-				if buf = append(buf, s); len(buf) == q.batch {
-					send()
-				}
-			default:
-				send()
+			q.mu.Lock()
+			n := len(q.pending)
+			q.mu.Unlock()
+			if n == 0 || !all && n < q.batch {
 				return
 			}
+			buf = q.take(buf)
+			q.send(buf)
+			clear(buf)
 		}
 	}
 	tick := time.NewTicker(batchDelay)
 	defer tick.Stop()
 	for {
 		select {
-		case s := <-q.in:
-			if buf = append(buf, s); len(buf) == q.batch {
-				send()
-			}
+		case <-q.wake:
+			sendAll(false)
 		case <-tick.C:
-			send()
+			sendAll(true)
 		case <-q.stop:
-			drain()
+			sendAll(true)
+			q.mu.Lock()
+			q.stopped = true
+			q.room.Broadcast()
+			q.mu.Unlock()
+			sendAll(true) // what came in meanwhile
 			return
 		}
 	}
