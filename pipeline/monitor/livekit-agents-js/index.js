@@ -14,13 +14,25 @@ import { performance } from 'node:perf_hooks';
 import { voice } from '@livekit/agents';
 import WebSocket from 'ws';
 
-// A Monitor is one ingest connection: one LiveKit session. Messages sent
-// before the socket opened wait for it; a failed connection never stops the
-// agent (errors go to onError).
+// A Monitor is one ingest connection: one LiveKit session. It never
+// throws into, blocks or grows inside the agent: messages sent before the
+// socket opened wait for it, at most maxQueue of them; once open, a message
+// the socket cannot take (more than maxBuffered bytes wait to leave: the
+// monitor is not reading) is dropped; either way `dropped` counts them. The
+// handshake times out after connectTimeout, and close() gives the messages
+// sent so far closeTimeout to leave. Every failure goes to onError (a
+// failed or lost connection once; a malformed message from the monitor
+// each time, up to 10), never thrown: the agent goes on without the monitor.
 export class Monitor {
-  #ws;
-  #queue = [];
+  #ws = null;
+  #queue = []; // messages sent before the socket opened
   #open = false;
+  #failed = false; // the connection failed or was lost (reported)
+  #closing = false;
+  #dropWarned = false;
+  #maxQueue;
+  #maxBuffered;
+  #closeTimeout;
   #turns = new Map(); // speech id -> Turn
   #current = null; // the turn whose LLM stream started last
   #toolTurn = null; // the turn whose LLM stream stopped for a tool call, waiting for the reply
@@ -28,59 +40,196 @@ export class Monitor {
   #frames = new WeakMap(); // AudioFrame -> [turn, speech index, filler]
   #fillers = []; // texts said as fillers (say), not yet handed to the TTS
   #counter = 0;
-  #closed;
-  #ready;
+  #closed = Promise.resolve();
+  #ready = Promise.resolve(false);
+
+  /** Messages not sent: the queue or the socket's buffer was full, or the connection was gone. */
+  dropped = 0;
+  /** Messages from the monitor that were not JSON objects. */
+  malformed = 0;
 
   /**
    * @param {string} url the monitor, e.g. ws://127.0.0.1:8765 (its /ingest is used)
-   * @param {{session?: string, token?: string, onError?: (e: Error) => void, onMessage?: (m: object) => void}} [opts]
+   * @param {{session?: string, token?: string, onError?: (e: Error) => void, onMessage?: (m: object) => void,
+   *   connectTimeout?: number, closeTimeout?: number, maxQueue?: number, maxBuffered?: number}} [opts]
+   *   connectTimeout: ms the websocket handshake may take (5000); closeTimeout: ms close() waits for the
+   *   messages sent to leave and the monitor to answer (2000); maxQueue: messages held before the
+   *   connection opens (10000); maxBuffered: bytes that may wait in the socket (1 MiB).
    */
   constructor(url, opts = {}) {
-    const u = new URL(url.replace(/^http/, 'ws'));
-    u.pathname = '/ingest';
-    if (opts.session) u.searchParams.set('session', opts.session);
-    const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
     this.onError = opts.onError ?? ((e) => console.warn(`underrun monitor: ${e.message}`));
-    this.#ws = new WebSocket(u, { headers });
-    this.#ws.on('open', () => {
+    this.#maxQueue = opts.maxQueue ?? 10000;
+    this.#maxBuffered = opts.maxBuffered ?? 1 << 20;
+    this.#closeTimeout = opts.closeTimeout ?? 2000;
+    let ws;
+    try {
+      const u = new URL(String(url).replace(/^http/, 'ws'));
+      u.pathname = '/ingest';
+      if (opts.session) u.searchParams.set('session', opts.session);
+      const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
+      ws = new WebSocket(u, { headers, handshakeTimeout: opts.connectTimeout ?? 5000 });
+    } catch (e) {
+      this.#fail(e);
+      return;
+    }
+    this.#ws = ws;
+    ws.on('open', () => {
       this.#open = true;
-      for (const m of this.#queue) this.#ws.send(m);
+      const queued = this.#queue;
       this.#queue = [];
+      for (const m of queued) this.#write(m);
     });
-    this.#ws.on('message', (data) => {
-      const m = JSON.parse(data.toString());
-      if (m.type === 'hello') this.session = m.session;
-      if (m.type === 'error') this.onError(new Error(`${m.reason}: ${m.error}`));
-      opts.onMessage?.(m);
+    ws.on('message', (data, isBinary) => this.#message(data, isBinary, opts.onMessage));
+    ws.on('error', (e) => this.#fail(e));
+    this.#closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => {
+        this.#open = false;
+        if (!this.#closing) {
+          const why = reason?.length ? `: ${reason}` : '';
+          this.#fail(new Error(`the monitor's connection was lost (close code ${code}${why}); what the agent reports from now on is dropped`));
+        }
+        resolve();
+      });
     });
-    this.#ws.on('error', (e) => this.onError(e));
-    this.#closed = new Promise((resolve) => this.#ws.on('close', resolve));
-    this.#ready = new Promise((resolve) => this.#ws.once('open', resolve).once('close', resolve));
+    this.#ready = new Promise((resolve) => ws.once('open', () => resolve(true)).once('close', () => resolve(false)));
   }
 
   /**
-   * Resolves once the connection is open (or has failed). Await it before
-   * the first turn: the monitor times a turn from its turn_start's arrival,
-   * so a turn_start held back while the socket connects would start the
-   * turn late.
+   * Resolves once the connection is open (true) or has failed (false),
+   * within connectTimeout; it never rejects. Await it before the first
+   * turn: the monitor times a turn from its turn_start's arrival, so a
+   * turn_start held back while the socket connects would start the turn
+   * late.
    */
   ready() {
     return this.#ready;
   }
 
-  #send(m) {
-    const s = JSON.stringify(m);
-    if (this.#open) this.#ws.send(s);
-    else if (this.#ws.readyState === WebSocket.CONNECTING) this.#queue.push(s);
+  // report hands an error to onError; an onError that throws is not the
+  // agent's problem either
+  #report(e) {
+    try {
+      this.onError(e instanceof Error ? e : new Error(String(e)));
+    } catch {
+      // nothing more to tell it with
+    }
   }
 
-  /** Resolves once every message sent so far has left, and closes the connection. */
-  async close() {
-    if (this.#ws.readyState === WebSocket.CONNECTING) {
-      await new Promise((resolve) => this.#ws.once('open', resolve).once('error', resolve));
+  // fail reports the connection's failure, once
+  #fail(e) {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#open = false;
+    this.#queue = [];
+    this.#report(e);
+  }
+
+  // guard runs the adapter's own work inside the agent's callbacks: what
+  // it throws goes to onError
+  _guard(fn) {
+    try {
+      return fn();
+    } catch (e) {
+      this.#report(e);
+      return undefined;
     }
-    this.#ws.close(1000);
-    await this.#closed;
+  }
+
+  #message(data, isBinary, onMessage) {
+    const bad = (what) => {
+      if (++this.malformed <= 10) {
+        this.#report(new Error(`the monitor sent ${what}; want a JSON object${this.malformed === 10 ? ' (further ones are counted in malformed, not reported)' : ''}`));
+      }
+    };
+    if (isBinary) {
+      bad(`a binary message of ${data.length} bytes`);
+      return;
+    }
+    const text = data.toString();
+    const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+    let m;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      bad(`a message that is not JSON (${JSON.stringify(shown)})`);
+      return;
+    }
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) {
+      bad(shown);
+      return;
+    }
+    if (m.type === 'hello') this.session = m.session;
+    if (m.type === 'error') this.#report(new Error(`${m.reason}: ${m.error}`));
+    if (onMessage) this._guard(() => onMessage(m));
+  }
+
+  #send(m) {
+    let s;
+    try {
+      s = JSON.stringify(m);
+    } catch (e) {
+      this.#report(e);
+      return;
+    }
+    if (this.#open) this.#write(s);
+    else if (!this.#failed && this.#ws?.readyState === WebSocket.CONNECTING && this.#queue.length < this.#maxQueue) this.#queue.push(s);
+    else this.#drop();
+  }
+
+  // write sends s, unless the socket holds maxBuffered bytes already
+  #write(s) {
+    if (this.#ws.bufferedAmount > this.#maxBuffered) {
+      this.#drop();
+      return;
+    }
+    try {
+      this.#ws.send(s);
+    } catch (e) {
+      this.dropped++;
+      this.#fail(e);
+    }
+  }
+
+  // drop counts a message not sent, and says once that the monitor is not
+  // keeping up (a lost connection was said already)
+  #drop() {
+    this.dropped++;
+    if (this.#failed || this.#dropWarned) return;
+    this.#dropWarned = true;
+    this.#report(new Error(`the monitor is not keeping up: dropping messages (the adapter holds ${this.#maxQueue} messages ` +
+      `before the connection opens, ${this.#maxBuffered} bytes after); Monitor.dropped counts them`));
+  }
+
+  /**
+   * Gives every message sent so far closeTimeout to leave, closes the
+   * connection and resolves, within closeTimeout however the monitor
+   * behaves (a frozen one is cut off); it never rejects.
+   */
+  async close() {
+    const ws = this.#ws;
+    if (!ws || this.#closing) return;
+    const deadline = performance.now() + this.#closeTimeout;
+    const until = (p) => {
+      let timer;
+      const left = Math.max(0, deadline - performance.now());
+      return Promise.race([p, new Promise((resolve) => { timer = setTimeout(resolve, left); })]).finally(() => clearTimeout(timer));
+    };
+    if (ws.readyState === WebSocket.CONNECTING) await until(this.#ready);
+    this.#closing = true;
+    while (this.#open && ws.bufferedAmount > 0 && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const unsent = this.#open ? ws.bufferedAmount : 0;
+    try {
+      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000);
+    } catch {
+      // closing a socket that is going anyway
+    }
+    await until(this.#closed);
+    if (ws.readyState !== WebSocket.CLOSED) ws.terminate(); // cut off: its close event follows, not waited for
+    if (unsent > 0 && !this.#failed) {
+      this.#report(new Error(`closed with ${unsent} bytes the monitor did not take within ${this.#closeTimeout} ms`));
+    }
   }
 
   /**
@@ -88,18 +237,18 @@ export class Monitor {
    * the LLM stream that follows (LiveKit's speech_id).
    */
   attach(session) {
-    session.on(voice.AgentSessionEventTypes.SpeechCreated, (ev) => {
+    session.on(voice.AgentSessionEventTypes.SpeechCreated, (ev) => this._guard(() => {
       this.#speechId = ev.speechHandle.id;
-    });
+    }));
     // LiveKit has run the tools the LLM called (and played what was said
     // before them): the reply's LLM call comes next
-    session.on(voice.AgentSessionEventTypes.FunctionToolsExecuted, () => {
+    session.on(voice.AgentSessionEventTypes.FunctionToolsExecuted, () => this._guard(() => {
       const turn = this.#toolTurn;
       if (turn && !turn.toolReturned) {
         turn.toolReturned = true;
         this.#send({ type: 'tool_result', turn: turn.id, t_ms: turn.ms() });
       }
-    });
+    }));
     return this;
   }
 
@@ -119,22 +268,27 @@ export class Monitor {
     const chat = llm.chat.bind(llm);
     llm.chat = (opts) => {
       const stream = chat(opts);
-      const turn = this.#beginTurn(opts);
+      const turn = this._guard(() => this.#beginTurn(opts));
+      if (!turn) return stream;
       const next = stream.next.bind(stream);
       stream.next = async () => {
         const r = await next();
-        if (r.done) {
-          turn.outputTokens += turn.streamTokens;
-          turn.streamTokens = 0;
-        }
-        if (r.done && turn.toolCall) this.#toolTurn = turn; // the turn goes on in the reply's stream
-        else if (r.done) this.#endTurn(turn, 'ok');
-        else this.#chunk(turn, r.value);
+        this._guard(() => {
+          if (r.done) {
+            turn.outputTokens += turn.streamTokens;
+            turn.streamTokens = 0;
+          }
+          if (r.done && turn.toolCall) this.#toolTurn = turn; // the turn goes on in the reply's stream
+          else if (r.done) this.#endTurn(turn, 'ok');
+          else this.#chunk(turn, r.value);
+        });
         return r;
       };
       const close = stream.close.bind(stream);
       stream.close = () => {
-        if (this.#toolTurn !== turn) this.#endTurn(turn, 'cancelled');
+        this._guard(() => {
+          if (this.#toolTurn !== turn) this.#endTurn(turn, 'cancelled');
+        });
         return close();
       };
       return stream;
@@ -153,37 +307,46 @@ export class Monitor {
     const synthesize = tts.synthesize.bind(tts);
     tts.synthesize = (text, ...rest) => {
       const stream = synthesize(text, ...rest);
-      const turn = this.#current;
-      if (!turn) return stream;
-      const f = this.#fillers.indexOf(text);
-      if (f >= 0) {
-        // the app's filler: played as the turn's audio, not its speech
-        this.#fillers.splice(f, 1);
-        const next = stream.next.bind(stream);
-        stream.next = async () => {
-          const r = await next();
-          if (!r.done && r.value?.frame) this.#frames.set(r.value.frame, [turn, -1, true]);
-          return r;
-        };
-        return stream;
-      }
-      const index = turn.speech++;
-      this.#send({ type: 'speech', turn: turn.id, text, t_ms: turn.ms() });
-      let audio = 0;
-      const next = stream.next.bind(stream);
+      this._guard(() => this.#followSynthesis(stream, text));
+      return stream;
+    };
+    return tts;
+  }
+
+  // followSynthesis reports the synthesis of text as its stream yields
+  // frames (see wrapTTS)
+  #followSynthesis(stream, text) {
+    const turn = this.#current;
+    if (!turn) return;
+    const next = stream.next.bind(stream);
+    const f = this.#fillers.indexOf(text);
+    if (f >= 0) {
+      // the app's filler: played as the turn's audio, not its speech
+      this.#fillers.splice(f, 1);
       stream.next = async () => {
         const r = await next();
+        this._guard(() => {
+          if (!r.done && r.value?.frame) this.#frames.set(r.value.frame, [turn, -1, true]);
+        });
+        return r;
+      };
+      return;
+    }
+    const index = turn.speech++;
+    this.#send({ type: 'speech', turn: turn.id, text, t_ms: turn.ms() });
+    let audio = 0;
+    stream.next = async () => {
+      const r = await next();
+      this._guard(() => {
         if (!r.done && r.value?.frame) {
           this.#frames.set(r.value.frame, [turn, index]);
           audio += r.value.frame.samplesPerChannel / r.value.frame.sampleRate;
         } else if (r.done && audio > 0 && text.trim() !== '') {
           this.#send({ type: 'tts', turn: turn.id, text, audio_ms: audio * 1000 });
         }
-        return r;
-      };
-      return stream;
+      });
+      return r;
     };
-    return tts;
   }
 
   /**
@@ -321,20 +484,22 @@ export class PacedAudioOutput extends voice.AudioOutput {
   async captureFrame(frame) {
     await super.captureFrame(frame);
     const at = performance.now();
-    const [turn, speech, filler] = this.#monitor._frame(frame);
-    const seconds = frame.samplesPerChannel / frame.sampleRate;
-    // (a streaming TTS, which wrapTTS does not follow, has no speech messages:
-    // its frames are played and counted, not reported one by one)
-    if (turn && (turn.speech > 0 || filler)) this.#monitor._audio(turn, speech, at, seconds, filler);
-    this.#queue.push({ at, rest: seconds * 1000, turn, speech: filler ? -1 : speech });
-    this.#tick();
+    this.#monitor._guard(() => {
+      const [turn, speech, filler] = this.#monitor._frame(frame);
+      const seconds = frame.samplesPerChannel / frame.sampleRate;
+      // (a streaming TTS, which wrapTTS does not follow, has no speech messages:
+      // its frames are played and counted, not reported one by one)
+      if (turn && (turn.speech > 0 || filler)) this.#monitor._audio(turn, speech, at, seconds, filler);
+      this.#queue.push({ at, rest: seconds * 1000, turn, speech: filler ? -1 : speech });
+      this.#tick();
+    });
     await this.#next?.captureFrame(frame);
   }
 
   flush() {
     super.flush();
     this.#queue.push({ flush: true });
-    this.#tick();
+    this.#monitor._guard(() => this.#tick());
     this.#next?.flush();
   }
 
@@ -402,7 +567,7 @@ export class PacedAudioOutput extends voice.AudioOutput {
       else break;
     }
     if (this.#seg || this.#queue.length > 0) {
-      this.#timer = setTimeout(() => this.#tick(), this.#period);
+      this.#timer = setTimeout(() => this.#monitor._guard(() => this.#tick()), this.#period);
     }
   }
 }
