@@ -34,6 +34,9 @@ func (p *Playout) newUnderrun(chunk int, at, d time.Duration) Underrun {
 }
 
 func (p *Playout) intraGap(chunk int, at, d time.Duration) {
+	if p.interruptionsOnly && (d < p.cfg.Interruption || len(p.Underruns) > 0) {
+		return
+	}
 	u := p.newUnderrun(chunk, at, d)
 	u.Cause, u.Position = CauseSynthesizer, MidChunk
 	u.Token = p.Chunks[chunk].First
@@ -61,6 +64,9 @@ const (
 // depends on the turn's usual pace is settled provisionally from the
 // chunks so far, and again at End from the whole turn.
 func (p *Playout) gap(i int, at, d time.Duration) {
+	if p.interruptionsOnly && (d < p.cfg.Interruption || len(p.Underruns) > 0) {
+		return
+	}
 	u, kind := p.gapBefore(i, at, d)
 	p.Underruns = append(p.Underruns, u)
 	p.gapKinds = append(p.gapKinds, kind)

@@ -415,10 +415,23 @@ func (g *Guard) End(turnID string, status Status) error {
 	if err != nil {
 		return err
 	}
-	return g.end(t, status)
+	return g.end(t, status, "", 0)
 }
 
-func (g *Guard) end(t *guardTurn, status Status) error {
+// EndTurn closes turn t.ID as End does, with t's status, and carries t's
+// error text and output tokens (a server's usage count), which a recorder
+// knows only at the end, into the turn summary: EventTurn's Record is then
+// the turn as it was recorded, and reports and sinks account it as they
+// would the recorded turn, without playing it again.
+func (g *Guard) EndTurn(t *Turn) error {
+	gt, err := g.lookup(t.ID)
+	if err != nil {
+		return err
+	}
+	return g.end(gt, t.Status, t.Error, t.OutputTokens)
+}
+
+func (g *Guard) end(t *guardTurn, status Status, errText string, outTok int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -434,19 +447,22 @@ func (g *Guard) end(t *guardTurn, status Status) error {
 	}
 	t.p.End()
 	g.process(t, Unbounded)
-	t.rec.Status = status
+	t.rec.Status, t.rec.Error, t.rec.OutputTokens = status, errText, outTok
 	at := time.Duration(0)
 	if n := len(t.rec.Chunks); n > 0 {
 		at = t.rec.Chunks[n-1].At
 	}
 	g.emit(Event{Kind: EventTurn, Turn: t.rec.ID, Session: t.rec.Session, At: at, Now: now,
 		LastToken: len(t.rec.Chunks) - 1, Record: &t.rec, Playout: t.p})
+	// the engine waits for the next turn emptied: a huge turn's buffers go
+	// now, not when a turn reuses it
+	t.p.Trim()
 	g.mu.Lock()
 	if g.turns[t.rec.ID] == t {
 		delete(g.turns, t.rec.ID)
 	}
 	g.free = append(g.free, t.p)
-	g.room = len(t.rec.Chunks)
+	g.room = min(len(t.rec.Chunks), maxReused)
 	g.mu.Unlock()
 	t.p = nil
 	return nil
@@ -468,7 +484,7 @@ func (g *Guard) Close() error {
 	g.mu.Unlock()
 	for _, t := range open {
 		// a concurrent End may have won: that is fine
-		_ = g.end(t, StatusIncomplete)
+		_ = g.end(t, StatusIncomplete, "", 0)
 	}
 	return nil
 }

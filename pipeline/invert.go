@@ -106,6 +106,13 @@ func searchMaxTPOT(p *Playout, t *Turn, retimed []Chunk) (time.Duration, bool) {
 		places = toolPlaces(t, nil)
 	}
 	_, inContext := p.cfg.Durations.(ContextDurations)
+	// the search asks only whether a timing interrupts: the glitches of a
+	// long turn need not be kept, where nothing else reads them
+	p.interruptionsOnly = len(places) == 0 && p.cfg.Transport.None() && !p.cfg.Filler.Plays()
+	defer func() {
+		p.interruptionsOnly = false
+		p.Trim() // a long turn's search leaves no long buffers behind
+	}()
 	clean := func(tpot time.Duration) bool {
 		retime(retimed, turn.ToolCalls, places, ttft, tpot)
 		if inContext || p.reuse || len(places) > 0 {

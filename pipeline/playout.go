@@ -78,10 +78,15 @@ type Playout struct {
 	// release cursors) is then still the turn's. memo says keys and log
 	// describe it.
 	reuse, memo, recording bool
-	replaying              bool // PlayTurn is replaying the log: causes wait for End
-	keys                   []turnKey
-	textless               bool // every key is the first, of text-less tokens (not reasoning)
-	log                    []loggedChunk
+	// interruptionsOnly keeps only the first gap that is an interruption:
+	// a search that asks whether a timing interrupts (MaxTPOT) then holds
+	// no list of every gap of a turn of 262,144 tokens. Set only where
+	// nothing else reads the gaps: no tool calls, transport or filler.
+	interruptionsOnly bool
+	replaying         bool // PlayTurn is replaying the log: causes wait for End
+	keys              []turnKey
+	textless          bool // every key is the first, of text-less tokens (not reasoning)
+	log               []loggedChunk
 
 	// Chunks are the speech chunks released so far.
 	Chunks []SpeechChunk
@@ -153,6 +158,38 @@ func (p *Playout) Reset(id string) {
 	p.memo, p.recording, p.replaying = false, false, false
 	p.tools = nil
 	p.resetTiming(id)
+}
+
+// maxReused is the most streamed chunks a Playout keeps room for once Trim
+// has run: an ordinary turn's buffers are kept for the next turn, a huge
+// one's (a turn of the readers' 262,144 tokens) let go.
+const maxReused = 1 << 14
+
+// emptied returns s emptied, keeping its room unless it is over maxReused
+// elements.
+func emptied[T any](s []T) []T {
+	if cap(s) > maxReused {
+		return nil
+	}
+	return s[:0]
+}
+
+// Trim lets go of the buffers a huge turn grew (room for more than
+// maxReused streamed chunks), emptying the Playout as Reset does, so that a
+// Playout kept for reuse (by a Guard between turns, a report, a search)
+// holds memory for an ordinary turn, not for the largest it ever played.
+// After an ordinary turn it does nothing: what the next turn reuses stays.
+func (p *Playout) Trim() {
+	if cap(p.at) <= maxReused {
+		return
+	}
+	p.Reset("")
+	p.end, p.audio, p.meters = emptied(p.end), emptied(p.audio), emptied(p.meters)
+	p.text, p.kind = emptied(p.text), emptied(p.kind)
+	p.keys, p.log = emptied(p.keys), emptied(p.log)
+	p.at, p.sortedITL, p.streams = emptied(p.at), emptied(p.sortedITL), emptied(p.streams)
+	p.Chunks, p.Underruns, p.Tolerance = emptied(p.Chunks), emptied(p.Underruns), emptied(p.Tolerance)
+	p.gapKinds, p.arrivals, p.heard = emptied(p.gapKinds), emptied(p.arrivals), emptied(p.heard)
 }
 
 // resetTiming clears what depends on the turn's times, keeping the state

@@ -1,10 +1,15 @@
+//go:build unix
+
 package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -38,34 +43,42 @@ func hostileUpstream(t *testing.T) (*httptest.Server, [][]byte) {
 	return srv, bodies
 }
 
-// analyzeReads runs analyze on a file a writer made: it must read it
-// (exit 0 or 1, never 2 for bad input).
-func analyzeReads(t *testing.T, path string) {
+// runProcess runs underrun (this test binary) as a process of its own:
+// the test process stays small, as another test measuring a child's
+// memory needs (a child starts as a copy of it).
+func runProcess(t *testing.T, args ...string) (code int, stderr string) {
 	t.Helper()
-	code, _, stderr := runCLI(t, "", "analyze", "--max-tpot=false", path)
-	if code != exitOK && code != exitFail {
-		t.Errorf("analyze %s: exit %d: %s", filepath.Base(path), code, stderr)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
 	}
+	return cmd.ProcessState.ExitCode(), errOut.String()
 }
 
 // TestRecordingsReadBackPastTheLimits: capture and proxy record streams
 // past the limits, and the monitor is sent a chunk of 2147483647 tokens;
 // each stream ends as a failed turn that says why, the proxy forwards
-// every byte, and analyze reads every file the writers wrote.
+// every byte, and analyze reads every file the writers wrote. Each
+// command runs as a process of its own.
 func TestRecordingsReadBackPastTheLimits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	upstream, bodies := hostileUpstream(t)
 
 	capTrace, capSSE := filepath.Join(dir, "capture.jsonl"), filepath.Join(dir, "capture.sse.jsonl")
-	code, _, stderr := runCLI(t, "", "capture", "--url", upstream.URL, "--model", "m", "--requests", "2",
-		"-o", capTrace, "--sse", capSSE)
+	code, stderr := runProcess(t, "capture", "--url", upstream.URL, "--model", "m", "--requests", "2",
+		"-o", capTrace, "--sse", capSSE, "--progress", "never")
 	if code != exitFail || !strings.Contains(stderr, "2 failed") || !strings.Contains(stderr, "refused at the limits") {
 		t.Errorf("capture: exit %d, stderr %s; want both requests failed at the limits", code, stderr)
 	}
 
 	proxyTrace, proxySSE := filepath.Join(dir, "proxy.jsonl"), filepath.Join(dir, "proxy.sse.jsonl")
-	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--url", upstream.URL, "-o", proxyTrace, "--sse", proxySSE, "--events", "")
+	proxy := startProcess(t, "proxy", "--listen", "127.0.0.1:0", "--url", upstream.URL, "-o", proxyTrace, "--sse", proxySSE, "--events", "")
 	for _, want := range bodies {
 		resp, err := http.Post(proxy.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
 		if err != nil {
@@ -77,12 +90,12 @@ func TestRecordingsReadBackPastTheLimits(t *testing.T) {
 			t.Errorf("through the proxy: %d bytes (%v), want the %d the server sent", len(got), err, len(want))
 		}
 	}
-	if code := proxy.stop(t); code != exitFail {
-		t.Errorf("proxy: exit %d, want %d (two failed turns): %s", code, exitFail, proxy.stderr.String())
+	if code := stopProcess(t, proxy); code != exitFail {
+		t.Errorf("proxy: exit %d, want %d (two failed turns): %s", code, exitFail, proxy.rest.String())
 	}
 
 	rec := filepath.Join(dir, "monitor.jsonl")
-	mon := startServer(t, "monitor", "--listen", "127.0.0.1:0", "--events", "", "--record", rec)
+	mon := startMonitorProcess(t, "--events", "", "--record", rec)
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(mon.url, "http")+"/ingest?session=s", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +118,15 @@ func TestRecordingsReadBackPastTheLimits(t *testing.T) {
 		t.Errorf("the monitor answered %s", refusal)
 	}
 	ws.Close()
-	if code := mon.stop(t); code != exitOK {
-		t.Errorf("monitor: exit %d: %s", code, mon.stderr.String())
+	if code := stopProcess(t, mon); code != exitOK {
+		t.Errorf("monitor: exit %d: %s", code, mon.rest.String())
 	}
 
 	for _, f := range []string{capTrace, capSSE, proxyTrace, proxySSE, rec} {
-		analyzeReads(t, f)
+		// analyze reads it: exit 0 or 1, never 2 for bad input
+		if code, stderr := runProcess(t, "analyze", "--max-tpot=false", f); code != exitOK && code != exitFail {
+			t.Errorf("analyze %s: exit %d: %s", filepath.Base(f), code, stderr)
+		}
 	}
 	for _, f := range []string{capTrace, capSSE, proxyTrace, proxySSE} {
 		turns := readTurns(t, f)
@@ -124,4 +140,16 @@ func TestRecordingsReadBackPastTheLimits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stopProcess sends a serving process SIGINT, as Ctrl-C, and returns its
+// exit status.
+func stopProcess(t *testing.T, p *monitorProcess) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	p.cmd.Wait()
+	return p.cmd.ProcessState.ExitCode()
 }

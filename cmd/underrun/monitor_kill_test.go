@@ -43,7 +43,15 @@ type monitorProcess struct {
 // and waits until it says where it listens; the test's end kills it.
 func startMonitorProcess(t *testing.T, args ...string) *monitorProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"monitor", "--listen", "127.0.0.1:0"}, args...)...)
+	return startProcess(t, append([]string{"monitor", "--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// startProcess starts underrun (this test binary) with args, a command
+// that serves, and waits for it to say where it listens (an
+// http://127.0.0.1:PORT on stderr); the test's end kills it.
+func startProcess(t *testing.T, args ...string) *monitorProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -133,11 +133,42 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// the guard logs the live events; the report plays each recorded turn
-	// again, silently, exactly as analyze would
+	// the guard logs the live events, and its playout of each turn, which
+	// is the one analyze would play of the recorded turn, goes into the
+	// report: a turn is played once, not again at its end (a stream's
+	// memory is the guard's engine and its record, not two of each)
 	events := s.log
 	s.log = zerolog.Nop()
-	g, err := pipeline.NewGuard(s.cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn, OnEvent: c.say})
+	var mu sync.Mutex
+	var addErr error
+	closed, stopping := false, false
+	fromGuard := map[string]bool{} // turns the report has from the guard's playout
+	account := func(t *pipeline.Turn, p *pipeline.Playout) {
+		var err error
+		switch {
+		case p == nil || pipeline.NotSpeech(t):
+			err = s.add(t) // played again, as analyze plays text no voice reads
+		default:
+			err = s.played(t, p)
+		}
+		if err != nil && addErr == nil {
+			addErr = fmt.Errorf("turn %s: %w", t.ID, err)
+		}
+	}
+	onEvent := func(e pipeline.Event) {
+		c.say(e)
+		if e.Kind != pipeline.EventTurn {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if stopping {
+			return // a stream cut at shutdown, after the report
+		}
+		fromGuard[e.Turn] = true
+		account(e.Record, e.Playout)
+	}
+	g, err := pipeline.NewGuard(s.cfg, pipeline.GuardOptions{Logger: events, WarnTolerance: c.warn, OnEvent: onEvent})
 	if err != nil {
 		s.abort()
 		return usageError{err}
@@ -150,18 +181,17 @@ func (c *proxyCommand) run(ctx context.Context) error {
 	defer rec.close()
 	p.Trace, p.Capture = rec.traceWriter(), rec.capture
 	p.Guard, p.Logger, p.SessionHeader, p.ToolWait = g, events, c.session, c.toolWait
-	var mu sync.Mutex
-	var addErr error
-	closed := false
 	p.OnTurn = func(t *pipeline.Turn) {
 		mu.Lock()
 		defer mu.Unlock()
+		if fromGuard[t.ID] {
+			delete(fromGuard, t.ID)
+			return
+		}
 		if closed {
 			return // a stream cut at shutdown, after the report
 		}
-		if err := s.add(t); err != nil && addErr == nil {
-			addErr = fmt.Errorf("turn %s: %w", t.ID, err)
-		}
+		account(t, nil) // a turn the guard did not take
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -172,6 +202,9 @@ func (c *proxyCommand) run(ctx context.Context) error {
 		ln.Addr(), c.upstream, ln.Addr())
 	serveErr := serve(ctx, ln, p, c.allowHosts)
 	p.Close() // the turns waiting for tool results end now
+	mu.Lock()
+	stopping = true
+	mu.Unlock()
 	g.Close()
 	mu.Lock()
 	defer mu.Unlock()

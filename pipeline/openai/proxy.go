@@ -490,7 +490,7 @@ func (p *Proxy) endWaiting(w *toolTurn) {
 // went wrong recording it before.
 func (p *Proxy) endTurn(t *pipeline.Turn, guarded bool, errs ...error) {
 	if guarded {
-		errs = append(errs, p.Guard.End(t.ID, t.Status))
+		errs = append(errs, p.Guard.EndTurn(t))
 	}
 	if p.Trace != nil {
 		errs = append(errs, p.Trace.EndTurn(t))
