@@ -85,23 +85,12 @@ type playerTurn struct {
 // event of each of the n turns.
 func liveKitSession(t *testing.T, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
 	t.Helper()
-	return liveKitRun(t, "", turns, n, args, monitorArgs...)
-}
-
-// liveKitRun runs a LiveKit adapter's example: Node's (py empty), or the
-// Python one with the interpreter py; see liveKitSession.
-func liveKitRun(t *testing.T, py string, turns []*pipeline.Turn, n int, args []string, monitorArgs ...string) ([]playerTurn, []heardEvent) {
-	t.Helper()
 	var player []playerTurn
 	evs := adapterSession(t, turns, n, func(llm, monitor, out string) *exec.Cmd {
-		common := append([]string{"--llm", llm, "--tts", llm, "--monitor", monitor, "--session", "lk", "--out", out}, args...)
-		cmd := exec.Command("node", append([]string{"example.mjs"}, common...)...)
-		cmd.Dir = livekitDir
-		if py != "" {
-			cmd = exec.Command(py, append([]string{"example.py"}, common...)...)
-			cmd.Dir = livekitPyDir
-		}
-		return cmd
+		node := exec.Command("node", append([]string{"example.mjs", "--llm", llm, "--tts", llm,
+			"--monitor", monitor, "--session", "lk", "--out", out}, args...)...)
+		node.Dir = livekitDir
+		return node
 	}, &player, monitorArgs...)
 	return player, evs
 }
