@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,15 +79,13 @@ func silero(ctx context.Context, files []string, params map[string]any) (map[str
 
 // speechMask renders speech segments (in samples at rate, n samples in
 // all) as sound where they are and digital silence between: Silero's
-// boundaries in a signal heard's level detector finds exactly.
+// boundaries in a signal heard's level detector finds exactly (a 440 Hz
+// tone, in the band of speech heard's detector analyzes).
 func speechMask(segs [][2]int, n, rate int) tts.Audio {
 	s := make([]float32, n)
 	for _, seg := range segs {
 		for i := max(0, seg[0]); i < min(n, seg[1]); i++ {
-			s[i] = 0.1
-			if i%2 == 1 {
-				s[i] = -0.1
-			}
+			s[i] = float32(0.1 * math.Sin(2*math.Pi*440*float64(i)/float64(rate)))
 		}
 	}
 	return tts.Audio{Samples: s, Rate: rate}
