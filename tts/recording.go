@@ -36,7 +36,8 @@ var ErrRecordingFormat = errors.New("unreadable recording")
 type RecordingReader struct {
 	rate, channels int
 	format         string
-	read           func(p []float32) (int, error)
+	channel        int
+	read           func(p, ref []float32) (int, error)
 	err            error
 }
 
@@ -56,7 +57,7 @@ func OpenRecording(r io.Reader, channel int) (*RecordingReader, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &RecordingReader{rate: int(w.f.rate), channels: w.f.channels, format: "wav", read: w.read}, nil
+		return &RecordingReader{rate: int(w.f.rate), channels: w.f.channels, channel: channel, format: "wav", read: w.read}, nil
 	case len(head) >= 4 && string(head[:4]) == "fLaC":
 		return openFLAC(br, channel)
 	case isMP3(head):
@@ -79,12 +80,28 @@ func (r *RecordingReader) Format() string { return r.format }
 // error wrapping ErrRecordingFormat for a recording that turns out
 // unreadable (the samples before it stand). A panic inside a third-party
 // decoder on a damaged file is returned as such an error.
-func (r *RecordingReader) Read(p []float32) (n int, err error) {
+func (r *RecordingReader) Read(p []float32) (int, error) { return r.ReadWithReference(p, nil) }
+
+// HasReference reports whether the recording has channels besides the one
+// read: the other side of a call, whose voice may bleed into it.
+func (r *RecordingReader) HasReference() bool { return r.channel != MixChannels && r.channels > 1 }
+
+// ReadWithReference reads as Read does and, where ref is not nil (it must
+// be as long as p), fills ref with the mean of the other channels, sample
+// for sample (zeros where HasReference is false).
+func (r *RecordingReader) ReadWithReference(p, ref []float32) (n int, err error) {
 	if r.err != nil {
 		return 0, r.err
 	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if ref != nil {
+		ref = ref[:len(p)]
+		if !r.HasReference() {
+			clear(ref)
+			ref = nil
+		}
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -98,7 +115,7 @@ func (r *RecordingReader) Read(p []float32) (n int, err error) {
 		if tries == maxEmptyReads {
 			return 0, fmt.Errorf("%w: %s: the decoder gives no samples and no end", ErrRecordingFormat, r.format)
 		}
-		n, err = r.read(p)
+		n, err = r.read(p, ref)
 	}
 	return n, err
 }
@@ -176,7 +193,7 @@ func openFLAC(br *bufio.Reader, channel int) (rr *RecordingReader, err error) {
 		return nil, fmt.Errorf("%w: flac: no channel %d: the file has %d", ErrRecordingFormat, channel, chans)
 	}
 	fr := &flacSource{s: s, channel: channel, chans: chans}
-	return &RecordingReader{rate: rate, channels: chans, format: "flac", read: fr.read}, nil
+	return &RecordingReader{rate: rate, channels: chans, channel: channel, format: "flac", read: fr.read}, nil
 }
 
 // flacSource streams a FLAC's frames, one at a time.
@@ -187,7 +204,7 @@ type flacSource struct {
 	channel, chans int
 }
 
-func (fs *flacSource) read(p []float32) (int, error) {
+func (fs *flacSource) read(p, ref []float32) (int, error) {
 	for fs.f == nil || fs.at >= int(fs.f.BlockSize) {
 		f, err := fs.s.ParseNext()
 		if errors.Is(err, io.EOF) {
@@ -213,6 +230,18 @@ func (fs *flacSource) read(p []float32) (int, error) {
 		src := f.Subframes[fs.channel-1].Samples[fs.at : fs.at+n]
 		for i, v := range src {
 			p[i] = max(-1, min(1, float32(v)*scale))
+		}
+		if ref != nil {
+			others := float32(len(f.Subframes) - 1)
+			for i := range n {
+				var v float32
+				for c, sf := range f.Subframes {
+					if c != fs.channel-1 {
+						v += float32(sf.Samples[fs.at+i])
+					}
+				}
+				ref[i] = max(-1, min(1, v*scale/others))
+			}
 		}
 	} else {
 		for i := range n {
@@ -249,7 +278,7 @@ func openMP3(br *bufio.Reader, channel int) (rr *RecordingReader, err error) {
 		return nil, fmt.Errorf("%w: mp3: sample rate %d", ErrRecordingFormat, rate)
 	}
 	ms := &mp3Source{d: d, channel: channel}
-	return &RecordingReader{rate: rate, channels: 2, format: "mp3", read: ms.read}, nil
+	return &RecordingReader{rate: rate, channels: 2, channel: channel, format: "mp3", read: ms.read}, nil
 }
 
 // mp3Source streams an MP3's samples (16-bit stereo from go-mp3).
@@ -260,7 +289,7 @@ type mp3Source struct {
 	keep    int // bytes of a partial frame kept at buf's start
 }
 
-func (m *mp3Source) read(p []float32) (int, error) {
+func (m *mp3Source) read(p, ref []float32) (int, error) {
 	need := 4 * len(p)
 	if cap(m.buf) < need {
 		nb := make([]byte, need)
@@ -277,8 +306,14 @@ func (m *mp3Source) read(p []float32) (int, error) {
 		switch m.channel {
 		case 1:
 			p[i] = l
+			if ref != nil {
+				ref[i] = r
+			}
 		case 2:
 			p[i] = r
+			if ref != nil {
+				ref[i] = l
+			}
 		default:
 			p[i] = (l + r) / 2
 		}

@@ -59,6 +59,32 @@ func TestDecodeRecordingFormats(t *testing.T) {
 		}
 	}
 	left, right := rms(read("call.flac", 1).Samples), rms(read("call.flac", 2).Samples)
+	// the other channel read beside one: the right beside the left
+	for _, name := range []string{"call.wav", "call.flac", "call.mp3"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "recording", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenRecording(bytes.NewReader(b), 1)
+		if err != nil || !r.HasReference() {
+			t.Fatalf("%s: %v, reference %v", name, err, r != nil && r.HasReference())
+		}
+		var got, others []float32
+		p, q := make([]float32, 1000), make([]float32, 1000)
+		for {
+			n, err := r.ReadWithReference(p, q)
+			got, others = append(got, p[:n]...), append(others, q[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		if ratio := rms(others) / rms(got); math.Abs(ratio-0.5) > 0.02 {
+			t.Errorf("%s: the other channel at %.3f of the one read, want 0.5", name, ratio)
+		}
+		if mono, _ := OpenRecording(bytes.NewReader(b), MixChannels); mono.HasReference() {
+			t.Errorf("%s: the mix has a reference", name)
+		}
+	}
 	if math.Abs(right/left-0.5) > 0.01 {
 		t.Errorf("flac: right channel at %.3f of the left, want 0.5", right/left)
 	}
@@ -188,8 +214,9 @@ func TestOpenRecordingBroken(t *testing.T) {
 }
 
 // FuzzOpenRecording: any bytes, read through the streaming reader in
-// small pieces, give samples in [-1, 1] and then io.EOF or an error, never
-// a panic or a read that goes on forever.
+// small pieces with the other channels beside, give samples in [-1, 1]
+// and then io.EOF or an error, never a panic or a read that goes on
+// forever.
 func FuzzOpenRecording(f *testing.F) {
 	for _, name := range []string{"call.flac", "call.mp3", "call.wav"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "recording", name))
@@ -209,12 +236,14 @@ func FuzzOpenRecording(f *testing.F) {
 			t.Fatalf("rate %d, %d channels", r.Rate(), r.Channels())
 		}
 		buf := make([]float32, int(size)+1)
+		ref := make([]float32, len(buf))
 		total := 0
 		for {
-			n, err := r.Read(buf)
+			// the other channels too, where the channel read has them
+			n, err := r.ReadWithReference(buf, ref)
 			for i, v := range buf[:n] {
-				if math.IsNaN(float64(v)) || v < -1.0001 || v > 1.0001 {
-					t.Fatalf("sample %d = %v", total+i, v)
+				if math.IsNaN(float64(v)) || v < -1.0001 || v > 1.0001 || math.IsNaN(float64(ref[i])) || ref[i] < -1.0001 || ref[i] > 1.0001 {
+					t.Fatalf("sample %d = %v (the others' %v)", total+i, v, ref[i])
 				}
 			}
 			total += n

@@ -187,7 +187,7 @@ func sampleDecoder(f wavFormat) func(p []byte) float64 {
 
 // read decodes up to len(p) samples into p; io.EOF once the data has
 // ended. A partial last frame is dropped.
-func (w *wavSource) read(p []float32) (int, error) {
+func (w *wavSource) read(p, ref []float32) (int, error) {
 	if w.left == 0 {
 		return 0, io.EOF
 	}
@@ -215,6 +215,9 @@ func (w *wavSource) read(p []float32) (int, error) {
 		w.left = 0 // the file ended
 	}
 	w.decode(buf[:n*w.f.frame], p[:n])
+	if ref != nil {
+		w.decodeOthers(buf[:n*w.f.frame], ref[:n])
+	}
 	if n == 0 {
 		return 0, io.EOF
 	}
@@ -246,6 +249,27 @@ func (w *wavSource) decode(data []byte, out []float32) {
 		} else {
 			v = w.sample(frame[(w.channel-1)*width:])
 		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		out[i] = float32(max(-1, min(1, v)))
+	}
+}
+
+// decodeOthers turns whole frames into the mean of the channels other
+// than the one read.
+func (w *wavSource) decodeOthers(data []byte, out []float32) {
+	f := w.f
+	width := f.bits / 8
+	for i := range out {
+		frame := data[i*f.frame : (i+1)*f.frame]
+		var v float64
+		for c := range f.channels {
+			if c != w.channel-1 {
+				v += w.sample(frame[c*width:])
+			}
+		}
+		v /= float64(f.channels - 1)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = 0
 		}

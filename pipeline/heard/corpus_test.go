@@ -227,12 +227,29 @@ func heardMode(withTrace bool) string {
 // heardGaps runs heard on recording r's audio a (in a condition), with the
 // trace or without, as `underrun heard FILE [TRACE]` runs it.
 func heardGaps(r *corpus.Recording, a tts.Audio, withTrace bool) ([]corpus.Found, error) {
+	return heardFile(r, a, nil, withTrace)
+}
+
+// heardFile runs heard on a case as heardGaps does, on the file f as
+// `underrun heard` reads it (decoded as it is read, the channel named,
+// with the file's other channels beside it) where f is given.
+func heardFile(r *corpus.Recording, a tts.Audio, f *corpus.File, withTrace bool) ([]corpus.Found, error) {
 	var turns []*pipeline.Turn
 	cfg := pipeline.DefaultConfig()
 	if withTrace {
 		turns, cfg = []*pipeline.Turn{r.Turn}, engineConfig(r)
 	}
-	res, err := heard.Analyze(a, turns, cfg, heard.Options{AutoOffset: true})
+	var res *heard.Result
+	var err error
+	if f != nil {
+		var rec *tts.RecordingReader
+		if rec, err = tts.OpenRecording(bytes.NewReader(f.Bytes), f.Channel); err != nil {
+			return nil, err
+		}
+		res, err = heard.AnalyzeRecording(context.Background(), rec, rec.Rate(), turns, cfg, heard.Options{AutoOffset: true})
+	} else {
+		res, err = heard.Analyze(a, turns, cfg, heard.Options{AutoOffset: true})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +464,7 @@ func TestHeardCorpus(t *testing.T) {
 	var n sync.Map
 	eachCase(t, s, c, func(ec evalCase) {
 		for _, withTrace := range []bool{true, false} {
-			found, err := heardGaps(ec.rec, ec.audio, withTrace)
+			found, err := heardFile(ec.rec, ec.audio, &ec.file, withTrace)
 			if err != nil {
 				t.Errorf("%s, %s (trace %v): %v", ec.rec.Name, ec.cond.Name, withTrace, err)
 				continue

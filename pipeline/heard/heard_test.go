@@ -3,6 +3,7 @@ package heard
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -544,4 +545,91 @@ func BenchmarkScan(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(seconds*b.N)/b.Elapsed().Seconds(), "audio-s/s")
+}
+
+// stereoWAV writes a 16-bit WAV of two channels.
+func stereoWAV(t *testing.T, left, right []float32, rate int) []byte {
+	t.Helper()
+	n := min(len(left), len(right))
+	var b bytes.Buffer
+	b.WriteString("RIFF")
+	binary.Write(&b, binary.LittleEndian, uint32(36+4*n))
+	b.WriteString("WAVEfmt ")
+	for _, v := range []any{uint32(16), uint16(1), uint16(2), uint32(rate), uint32(4 * rate), uint16(4), uint16(16)} {
+		binary.Write(&b, binary.LittleEndian, v)
+	}
+	b.WriteString("data")
+	binary.Write(&b, binary.LittleEndian, uint32(4*n))
+	for i := range n {
+		for _, v := range []float32{left[i], right[i]} {
+			binary.Write(&b, binary.LittleEndian, int16(max(-32768, min(32767, math.Round(float64(v)*32767)))))
+		}
+	}
+	return b.Bytes()
+}
+
+// With one channel of a call read, the other side's voice bleeding into
+// it (at -30 and -20 dB, delayed by a sample or none) is taken out before
+// the detector listens: the silences of the channel read are found whole.
+// The bot's own voice echoed into the other side (at -20 dB) takes
+// nothing out of it.
+func TestDetectTakesOutTheOtherSidesBleed(t *testing.T) {
+	t.Parallel()
+	const rate = 16000
+	silences := []float64{0.15, 0.6, 0.3, 0.25}
+	for _, tc := range []struct {
+		name          string
+		bleedDB, echo float64
+		delay         int
+	}{
+		{"bleed -30 dB", -30, 0, 0},
+		{"bleed -20 dB, a sample late", -20, 0, 1},
+		{"bleed -30 dB, the bot's echo at -20 dB on the other side", -30, -20, 0},
+	} {
+		rng := rand.New(rand.NewPCG(11, 12))
+		ours := speechLike(rate, 0.5, silences, -200, 0, rng)
+		// the other side talks on throughout, with pauses of its own
+		var other []float32
+		for len(other) < len(ours)+rate {
+			other = append(other, voiced(0.3+0.4*rng.Float64(), rate, rng)...)
+			other = append(other, make([]float32, int((0.05+0.2*rng.Float64())*rate))...)
+		}
+		other = other[:len(ours)]
+		g := float32(math.Pow(10, tc.bleedDB/20))
+		left := make([]float32, len(ours))
+		right := make([]float32, len(ours))
+		for i := range ours {
+			left[i] = ours[i]
+			if j := i - tc.delay; j >= 0 {
+				left[i] += g * other[j]
+			}
+			right[i] = other[i]
+			if tc.echo != 0 {
+				right[i] += float32(math.Pow(10, tc.echo/20)) * ours[i]
+			}
+		}
+		wav := stereoWAV(t, left, right, rate)
+		r, err := tts.OpenRecording(bytes.NewReader(wav), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Detector{}.Scan(context.Background(), r, r.Rate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Silences) != len(silences) {
+			t.Errorf("%s: %d silences %+v, want %d", tc.name, len(s.Silences), s.Silences, len(silences))
+			continue
+		}
+		at := 0.5
+		for i, q := range silences {
+			if d := s.Silences[i].Start.Seconds() - at; math.Abs(d) > 0.015 {
+				t.Errorf("%s: silence %d starts at %v, want %.3fs", tc.name, i, s.Silences[i].Start, at)
+			}
+			if d := s.Silences[i].Length().Seconds() - q; math.Abs(d) > 0.03 {
+				t.Errorf("%s: silence %d lasts %v, want %.3fs", tc.name, i, s.Silences[i].Length(), q)
+			}
+			at += q + 0.5
+		}
+	}
 }

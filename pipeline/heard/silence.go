@@ -177,26 +177,48 @@ func (d Detector) Scan(ctx context.Context, r SampleReader, rate int) (*Scan, er
 	}
 	d = d.withDefaults()
 	st := newScanner(d, rate)
+	rr, withRef := r.(ReferenceReader)
+	withRef = withRef && rr.HasReference()
+	if withRef {
+		m := newBandMeter(st.ir)
+		st.other = &m
+	}
 	// two stages, one goroutine each: decoding and bringing the samples
 	// to the analysis rate, and the analysis; blocks go round between them
+	type block struct{ x, ref []float64 }
 	const blocks = 4
-	full, free := make(chan []float64, blocks), make(chan []float64, blocks)
+	full, free := make(chan block, blocks), make(chan block, blocks)
 	for range blocks {
-		free <- make([]float64, 0, 8<<10)
+		free <- block{make([]float64, 0, 8<<10), make([]float64, 0, 8<<10)}
 	}
 	var readErr error
 	go func() {
 		defer close(full)
 		buf := make([]float32, 32<<10)
+		var ref []float32
+		if withRef {
+			ref = make([]float32, len(buf))
+		}
 		for {
 			if err := ctx.Err(); err != nil {
 				readErr = err
 				return
 			}
-			n, err := r.Read(buf)
+			var n int
+			var err error
+			if withRef {
+				n, err = rr.ReadWithReference(buf, ref)
+			} else {
+				n, err = r.Read(buf)
+			}
 			if n > 0 {
 				b := <-free
-				full <- st.decimate(buf[:n], b[:0])
+				st.samples += int64(n)
+				b.x = st.dec.decimate(buf[:n], b.x[:0])
+				if withRef {
+					b.ref = st.refDec.decimate(ref[:n], b.ref[:0])
+				}
+				full <- b
 			}
 			if errors.Is(err, io.EOF) {
 				return
@@ -208,8 +230,14 @@ func (d Detector) Scan(ctx context.Context, r SampleReader, rate int) (*Scan, er
 		}
 	}()
 	for b := range full {
-		for _, x := range b {
-			st.analyze(x)
+		if withRef {
+			for i, x := range b.x {
+				st.analyze(x, b.ref[i])
+			}
+		} else {
+			for _, x := range b.x {
+				st.analyze(x, 0)
+			}
 		}
 		free <- b
 	}
@@ -217,6 +245,16 @@ func (d Detector) Scan(ctx context.Context, r SampleReader, rate int) (*Scan, er
 		return nil, readErr
 	}
 	return st.close(), nil
+}
+
+// ReferenceReader is a SampleReader that also reads, sample for sample,
+// the recording's other channels (tts.RecordingReader is one): a voice
+// there may bleed into the channel read (crosstalk, a shared room, an
+// echo), and the detector takes it out before it listens.
+type ReferenceReader interface {
+	SampleReader
+	HasReference() bool
+	ReadWithReference(p, ref []float32) (int, error)
 }
 
 // floorDB is the level given to a frame of digital silence.
@@ -268,17 +306,14 @@ func newBiquad(kind string, f0, q float64, rate int) biquad {
 // scanner is the detector's state while it reads.
 type scanner struct {
 	d        Detector
-	rate, ir int     // the recording's rate and the analysis rate
-	phase    int     // resampling: where the input is, in 1/(rate·ir) s
-	acc      float64 // resampling: the sum of the input samples of the analysis sample
-	accN     int
-	hp       biquad    // the bands' high-pass
-	bands    [3]biquad // the bands
-	lowHP    biquad    // the lowest band's second (high-pass) section
-	frameLen int       // analysis samples per frame
-	fill     int       // analysis samples in the frame so far
-	energy   [nBands]float64
-	sum      float64            // the frame's samples' sum
+	rate, ir int        // the recording's rate and the analysis rate
+	dec      decimator  // the recording to the analysis rate
+	refDec   decimator  // the other channels likewise
+	own      bandMeter  // the channel read, by band
+	other    *bandMeter // the other channels (nil: none read)
+	bleed    bleedEstimate
+	frameLen int                // analysis samples per frame
+	fill     int                // analysis samples in the frame so far
 	frames   int                // frames measured
 	samples  int64              // the recording's samples read
 	last     [2][nBands]float64 // the energies of the two frames before
@@ -320,21 +355,8 @@ func newScanner(d Detector, rate int) *scanner {
 	// the recording opens in silence: a blip of sound at its start (a
 	// filter's first samples, a click) does not begin its speech
 	s := &scanner{d: d, rate: rate, ir: ir, firstSound: -1, lastSound: -1, statAt: -1, inSilence: true}
-	s.hp = newBiquad("highpass", 100, 0.707, ir)
-	nyq := float64(ir) / 2
-	for i, e := range bandEdges {
-		lo, hi := min(e[0], 0.6*nyq), min(e[1], 0.9*nyq)
-		switch i {
-		case 0:
-			s.bands[i] = newBiquad("lowpass", hi, 0.707, ir)
-			s.lowHP = newBiquad("highpass", lo, 0.707, ir)
-		case len(bandEdges) - 1:
-			s.bands[i] = newBiquad("highpass", lo, 0.707, ir)
-		default:
-			f0 := math.Sqrt(lo * hi)
-			s.bands[i] = newBiquad("bandpass", f0, f0/(hi-lo), ir)
-		}
-	}
+	s.own = newBandMeter(ir)
+	s.dec, s.refDec = decimator{rate: rate, ir: ir}, decimator{rate: rate, ir: ir}
 	s.frameLen = max(1, int(math.Round(d.Frame.Seconds()*float64(ir))))
 	s.half = max(1, int(d.Window/d.Frame))
 	s.ring = make([][nBands]uint16, 2*s.half+1)
@@ -349,25 +371,31 @@ func newScanner(d Detector, rate int) *scanner {
 	return s
 }
 
+// decimator brings samples at rate to the analysis rate ir: each
+// analysis sample the mean of the input samples in its span (a box
+// filter: enough against aliasing for levels).
+type decimator struct {
+	rate, ir int
+	phase    int     // where the input is, in 1/(rate·ir) s
+	acc      float64 // the sum of the input samples of the analysis sample
+	accN     int
+}
 
-// decimate appends to out the analysis rate's samples that p completes:
-// each the mean of the input samples in its span (a box filter: enough
-// against aliasing for levels). It counts the recording's samples.
-func (s *scanner) decimate(p []float32, out []float64) []float64 {
-	s.samples += int64(len(p))
-	if s.ir == s.rate {
+// decimate appends to out the analysis samples that p completes.
+func (d *decimator) decimate(p []float32, out []float64) []float64 {
+	if d.ir == d.rate {
 		for _, v := range p {
 			out = append(out, float64(v))
 		}
 		return out
 	}
-	if k := s.rate / s.ir; s.rate%s.ir == 0 {
+	if k := d.rate / d.ir; d.rate%d.ir == 0 {
 		i := 0
-		for ; s.accN > 0 && i < len(p); i++ {
-			s.acc += float64(p[i])
-			if s.accN++; s.accN == k {
-				out = append(out, s.acc/float64(k))
-				s.acc, s.accN = 0, 0
+		for ; d.accN > 0 && i < len(p); i++ {
+			d.acc += float64(p[i])
+			if d.accN++; d.accN == k {
+				out = append(out, d.acc/float64(k))
+				d.acc, d.accN = 0, 0
 			}
 		}
 		inv := 1 / float64(k)
@@ -379,37 +407,140 @@ func (s *scanner) decimate(p []float32, out []float64) []float64 {
 			out = append(out, sum*inv)
 		}
 		for ; i < len(p); i++ {
-			s.acc += float64(p[i])
-			s.accN++
+			d.acc += float64(p[i])
+			d.accN++
 		}
 		return out
 	}
 	for _, v := range p {
-		s.acc += float64(v)
-		s.accN++
-		s.phase += s.ir
-		if s.phase >= s.rate {
-			s.phase -= s.rate
-			out = append(out, s.acc/float64(s.accN))
-			s.acc, s.accN = 0, 0
+		d.acc += float64(v)
+		d.accN++
+		d.phase += d.ir
+		if d.phase >= d.rate {
+			d.phase -= d.rate
+			out = append(out, d.acc/float64(d.accN))
+			d.acc, d.accN = 0, 0
 		}
 	}
 	return out
 }
 
-// analyze takes one sample at the analysis rate.
-func (s *scanner) analyze(x float64) {
+// bandMeter measures a signal's energy over all of it (its variance: no
+// filter, which would ring on past a word's abrupt end, and no DC) and in
+// each band, frame by frame.
+type bandMeter struct {
+	hp     biquad    // the bands' high-pass
+	bands  [3]biquad // the bands
+	lowHP  biquad    // the lowest band's second (high-pass) section
+	energy [nBands]float64
+	sum    float64 // the frame's samples' sum
+}
+
+func newBandMeter(ir int) bandMeter {
+	var m bandMeter
+	m.hp = newBiquad("highpass", 100, 0.707, ir)
+	nyq := float64(ir) / 2
+	for i, e := range bandEdges {
+		lo, hi := min(e[0], 0.6*nyq), min(e[1], 0.9*nyq)
+		switch i {
+		case 0:
+			m.bands[i] = newBiquad("lowpass", hi, 0.707, ir)
+			m.lowHP = newBiquad("highpass", lo, 0.707, ir)
+		case len(bandEdges) - 1:
+			m.bands[i] = newBiquad("highpass", lo, 0.707, ir)
+		default:
+			f0 := math.Sqrt(lo * hi)
+			m.bands[i] = newBiquad("bandpass", f0, f0/(hi-lo), ir)
+		}
+	}
+	return m
+}
+
+func (m *bandMeter) add(x float64) {
+	m.sum += x
+	m.energy[0] += x * x
+	y := m.hp.step(x)
+	low := m.lowHP.step(m.bands[0].step(y))
+	m.energy[1] += low * low
+	for i := 1; i < len(m.bands); i++ {
+		v := m.bands[i].step(y)
+		m.energy[i+1] += v * v
+	}
+}
+
+// take returns the mean energies of the frame of n samples just measured
+// and starts the next.
+func (m *bandMeter) take(n int) [nBands]float64 {
+	var e [nBands]float64
+	for b := range e {
+		e[b] = m.energy[b] / float64(n)
+		m.energy[b] = 0
+	}
+	mean := m.sum / float64(n)
+	e[0] = max(0, e[0]-mean*mean)
+	m.sum = 0
+	return e
+}
+
+// bleedEstimate learns how much of the other channels bleeds into the one
+// read, band by band: the share of their energy this channel holds in
+// the frames where they hold sound and it the least (its own pauses,
+// where the bleed is all it holds): the lowest tenth of that share over
+// the recording so far.
+type bleedEstimate struct {
+	hist  [nBands][]int32
+	n     int
+	share [nBands]float64
+}
+
+// bleedMinFrames is how many frames of the other side's sound the
+// estimate needs before it takes anything out.
+const bleedMinFrames = 100
+
+// unbleed takes the other channels' bleed out of frame energies e (of
+// the channel read) given theirs, er: twice the share learned, so that
+// what is left of a pause is silence.
+func (b *bleedEstimate) unbleed(e, er [nBands]float64) [nBands]float64 {
+	if b.hist[0] == nil {
+		for i := range b.hist {
+			b.hist[i] = make([]int32, histBins)
+		}
+	}
+	if toDB(er[0]) > bleedActive {
+		for i := range e {
+			b.hist[i][binOf(toDB(e[i])-toDB(er[i])+bleedOffset)]++
+		}
+		b.n++
+		if b.n >= bleedMinFrames && b.n%statEvery == 0 {
+			for i := range b.share {
+				b.share[i] = math.Pow(10, (quantile(b.hist[i], 0.1)-bleedOffset)/10)
+			}
+		}
+	}
+	if b.n < bleedMinFrames {
+		return e
+	}
+	for i := range e {
+		e[i] = max(e[i]*1e-4, e[i]-2*b.share[i]*er[i])
+	}
+	return e
+}
+
+// bleedActive is the level (dBFS) over which the other channels hold
+// sound; bleedOffset moves a share's level (dB, -70 to +60) into the
+// histograms' range.
+const (
+	bleedActive = -50.0
+	bleedOffset = -50.0
+)
+
+// analyze takes one sample of the channel read, x, and of the others, r,
+// at the analysis rate.
+func (s *scanner) analyze(x, r float64) {
 	s.env.addOne(float32(x))
-	// the broadband level is the frame's variance: no filter, which would
-	// ring on past a word's abrupt end, and no DC
-	s.sum += x
-	s.energy[0] += x * x
-	y := s.hp.step(x)
-	low := s.lowHP.step(s.bands[0].step(y))
-	s.energy[1] += low * low
-	for i := 1; i < len(s.bands); i++ {
-		v := s.bands[i].step(y)
-		s.energy[i+1] += v * v
+	s.own.add(x)
+	if s.other != nil {
+		s.other.add(r)
 	}
 	s.fill++
 	if s.fill == s.frameLen {
@@ -421,14 +552,10 @@ func (s *scanner) analyze(x float64) {
 // it, its levels smoothed over it and its two neighbours (a 5 ms frame of
 // narrow-band noise wavers by several dB), goes into the window.
 func (s *scanner) endFrame() {
-	var e [nBands]float64
-	for b := range e {
-		e[b] = s.energy[b] / float64(s.fill)
-		s.energy[b] = 0
+	e := s.own.take(s.fill)
+	if s.other != nil {
+		e = s.bleed.unbleed(e, s.other.take(s.fill))
 	}
-	mean := s.sum / float64(s.fill)
-	e[0] = max(0, e[0]-mean*mean)
-	s.sum = 0
 	s.fill = 0
 	if s.frames >= 1 {
 		var lv [nBands]float64
