@@ -589,7 +589,10 @@ func (res *Result) classify(h *Heard) {
 	v := &res.voice
 	m, known := v.pause(placeKey{h.Place, h.ChunkStart})
 	z := h.End - h.earliest - v.k
-	if h.ChunkStart && !known && !res.measured && z < readyTolerance {
+	// the sound resumed as soon as the chunk's audio can have been ready
+	// (not long before: then the timing does not hold there)
+	resumed := z < readyTolerance && z > -readyTolerance
+	if h.ChunkStart && !known && !res.measured && resumed {
 		// the sound resumed as soon as the chunk's audio was ready, at a
 		// kind of chunk start never seen without a gap: the least pause
 		// the voice makes where chunks begin is all it can be owed
@@ -620,7 +623,7 @@ func (res *Result) classify(h *Heard) {
 			h.Kind, h.Confidence = decide(safeSlack-z, 0)
 		case excess > big:
 			h.Kind, h.Confidence = decide(excess, big)
-		case z < readyTolerance:
+		case resumed:
 			h.Kind, h.Confidence = decide(excess, small)
 		default:
 			h.Kind, h.Confidence = decide(excess, big)
