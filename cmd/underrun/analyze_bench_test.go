@@ -295,14 +295,13 @@ func TestAnalyzeMemoryPerITL(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(os.Args[0], "analyze", "--report", "json", path)
-		cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-		err = cmd.Run()
+		peak, err := execPeak(t, cmd)
 		if code := cmd.ProcessState.ExitCode(); code != exitOK && code != exitFail {
 			t.Fatalf("exit %d (%v): %s", code, err, stderr.String())
 		}
-		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024, itls
+		return peak, itls
 	}
 	small, smallITLs := peak(300)
 	large, largeITLs := peak(12000)

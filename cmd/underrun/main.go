@@ -38,11 +38,14 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-func main() {
+func main() { os.Exit(runMain()) }
+
+// runMain runs the process's command line, signals and all, and
+// returns its exit code.
+func runMain() int {
 	ctx, stop := interruptible(os.Stderr, os.Exit)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 // A recording or event log that fails says so itself, once (see

@@ -21,12 +21,17 @@ import (
 )
 
 // TestMain lets a test start this test binary as the underrun command
-// (UNDERRUN_TEST_EXEC=1), to send it real signals. Commands run inside
+// (UNDERRUN_TEST_EXEC=1), to send it real signals or measure its memory
+// (UNDERRUN_TEST_PEAK=FILE: see execPeak). Commands run inside
 // the test process leave its garbage collector as it is: GOGC set, the
 // monitor does not pace it (paceGC).
 func TestMain(m *testing.M) {
 	if os.Getenv("UNDERRUN_TEST_EXEC") == "1" {
-		main()
+		code := runMain()
+		if file := os.Getenv("UNDERRUN_TEST_PEAK"); file != "" {
+			writePeak(file)
+		}
+		os.Exit(code)
 	}
 	if os.Getenv("GOGC") == "" {
 		os.Setenv("GOGC", "100") // Go's default: the runtime is unchanged

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -53,15 +52,13 @@ func TestAnalyzeLongTextBoundedMemory(t *testing.T) {
 	}
 	raw = nil
 	cmd := exec.Command(os.Args[0], "analyze", path)
-	cmd.Env = append(os.Environ(), "UNDERRUN_TEST_EXEC=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	err = cmd.Run()
+	peak, err := execPeak(t, cmd)
 	code := cmd.ProcessState.ExitCode()
 	if code != exitUsage || !strings.Contains(stderr.String(), `"generated_texts"[1]: a string longer than 16777216 bytes`) {
 		t.Fatalf("exit %d (%v), stderr %q", code, err, stderr.String())
 	}
-	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024 // kB on Linux
 	if peak > 100<<20 {
 		t.Errorf("peak memory %d MB for a 128 MB file; want under 100 MB", peak>>20)
 	}
