@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -148,5 +149,82 @@ func checkReleases(t *testing.T, out string, ids []string, name, flag string, re
 	}
 	if got.String() != string(want) {
 		t.Errorf("the release points differ from %s (-args -%s rewrites it):\n%s", path, flag, got.String())
+	}
+}
+
+// patternTurns returns the mock's turns for a stall pattern of the adapter
+// tests: a scenario's, or for "" the one turn of the tool-call trace.
+func patternTurns(t *testing.T, scenario string) []*pipeline.Turn {
+	t.Helper()
+	if scenario == "" {
+		return []*pipeline.Turn{toolCallTurn(t)}
+	}
+	turns, _, err := scenarioTurns(context.Background(), scenario, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return turns
+}
+
+// heardByTurn returns the heard events of evs by turn, and the last
+// tool_call event.
+func heardByTurn(evs []heardEvent) (map[string]heardEvent, heardEvent) {
+	heard := map[string]heardEvent{}
+	var call heardEvent
+	for _, ev := range evs {
+		switch ev.Type {
+		case "heard":
+			heard[ev.Turn] = ev
+		case "tool_call":
+			call = ev
+		}
+	}
+	return heard, call
+}
+
+// venvPython returns the python of a Python adapter's virtual environment
+// (dir/.venv, which .ci/run makes from dir/requirements.lock and puts the
+// shared monitor client, pipeline/monitor/pyclient, on the path of) where
+// the distribution name is installed (its folder pkg in site-packages), or
+// skips the test saying how to make it.
+func venvPython(t *testing.T, dir, pkg, name string) string {
+	t.Helper()
+	py, err := filepath.Abs(filepath.Join(dir, ".venv", "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := strings.TrimPrefix(dir, "../../")
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("%s's virtual environment is missing: .ci/run makes it (%s/.venv from requirements.lock, pipeline/monitor/pyclient on its path)", rel, rel)
+	}
+	for _, want := range []string{filepath.FromSlash(pkg), "underrun-monitor.pth"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, ".venv", "lib", "python3*", "site-packages", want)); len(m) == 0 {
+			t.Skipf("%s is not in %s/.venv: .ci/run installs %s from requirements.lock and puts pipeline/monitor/pyclient on the path", want, rel, name)
+		}
+	}
+	return py
+}
+
+// monitorDown runs an adapter's example (the command run makes, given the
+// mock's /v1 URL and the address of a monitor nothing listens on) against
+// the mock's two stalls with espeak-ng speaking: the turn is played and
+// heard as without a monitor, the failure to connect said once, nothing
+// sent.
+func monitorDown(t *testing.T, run func(llm, monitor string) *exec.Cmd) {
+	t.Helper()
+	e := streamtest.Espeak(t, 320)
+	srv := httptest.NewServer(&openai.Mock{Turns: patternTurns(t, "testdata/speak/stalls.yaml"), Speech: e})
+	defer srv.Close()
+	down := httptest.NewServer(nil)
+	down.Close() // nothing listens there now
+	b, err := run(srv.URL+"/v1", down.URL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the pipeline with the monitor down: %v\n%s", err, b)
+	}
+	if n := strings.Count(string(b), "cannot connect"); n != 1 {
+		t.Errorf("the failure to connect was reported %d times, want once:\n%s", n, b)
+	}
+	if !strings.Contains(string(b), "monitor: 0 messages sent") || !strings.Contains(string(b), ": first audio at") {
+		t.Errorf("want the turn played and heard, nothing sent:\n%s", b)
 	}
 }
