@@ -70,6 +70,7 @@ var readmeFiles = []string{
 	"cmd/underrun/docs/live.md",
 	"cmd/underrun/docs/monitor.md",
 	"cmd/underrun/docs/livekit.md",
+	"cmd/underrun/docs/livekit-python.md",
 	"cmd/underrun/docs/pipecat.md",
 	"cmd/underrun/docs/plots.md",
 	"cmd/underrun/docs/numbers.md",
