@@ -65,7 +65,8 @@ func liveKitPySession(t *testing.T, turns []*pipeline.Turn, n int, args []string
 // TestLiveKitPyThroughMonitor runs a real livekit-agents 1.8.9 pipeline
 // (AgentSession, openai.LLM, openai.TTS behind LiveKit's StreamAdapter and
 // blingfire sentence tokenizer; no LiveKit server) against the mock with
-// espeak-ng speaking, on four stall patterns, reporting through the adapter
+// espeak-ng speaking, on four stall patterns (the last also with the player
+// chained to a room's output), reporting through the adapter
 // into a monitor process: per turn, named by LiveKit's speech id, the
 // monitor's heard gaps (from the audio frames) are the adapter's paced
 // player's within 20 ms, and the engine given the measured timings predicts
@@ -78,7 +79,7 @@ func TestLiveKitPyThroughMonitor(t *testing.T) {
 		name, scenario string // scenario "": the tool-call trace
 		args           []string
 		minGaps        int
-		fillers        int
+		filler         bool // a phrase is said while the tool runs
 	}{
 		// the first stall falls while the tokenizer holds the first sentence
 		// (a later first audio, no gap), the second mid-sentence
@@ -90,7 +91,11 @@ func TestLiveKitPyThroughMonitor(t *testing.T) {
 		{name: "tool-call", args: []string{"--tool", "get_weather", "--tool-ms", "2000"}, minGaps: 1},
 		// the same, with a phrase said 300 ms into the tool (session.say)
 		{name: "tool-call-filler", args: []string{"--tool", "get_weather", "--tool-ms", "2000", "--say", phrase, "--say-ms", "300"},
-			minGaps: 2, fillers: 1},
+			minGaps: 2, filler: true},
+		// the same, the player passing the frames on to a stand-in for the
+		// room's output, which says when playback finished
+		{name: "tool-call-filler-chained", args: []string{"--tool", "get_weather", "--tool-ms", "2000", "--say", phrase, "--say-ms", "300", "--chain"},
+			minGaps: 2, filler: true},
 	} {
 		// one after another: the player's stamps are only as good as the
 		// machine is idle
@@ -106,8 +111,10 @@ func TestLiveKitPyThroughMonitor(t *testing.T) {
 				if len(p.Gaps) < c.minGaps {
 					t.Errorf("turn %s: %d gaps heard, want %d at least", p.Turn, len(p.Gaps), c.minGaps)
 				}
-				if len(ev.Fillers) != c.fillers {
-					t.Errorf("turn %s: the monitor heard %d fillers (%+v), want %d", p.Turn, len(ev.Fillers), ev.Fillers, c.fillers)
+				// the phrase plays as one stretch, or as more where its own
+				// audio came late (a gap the player heard too)
+				if (len(ev.Fillers) > 0) != c.filler {
+					t.Errorf("turn %s: the monitor heard fillers %+v; want them: %v", p.Turn, ev.Fillers, c.filler)
 				}
 				for _, f := range ev.Fillers {
 					t.Logf("turn %s: filler %.1f ms at %.1f ms", p.Turn, f.DurationMs, f.AtMs)
@@ -396,4 +403,44 @@ func TestLiveKitPyReleasePoints(t *testing.T) {
 		t.Fatalf("the LiveKit pipeline: %v\n%s", err, b)
 	}
 	checkReleases(t, out, ids, "livekit-agents-py", "livekit-py-releases", *recordLiveKitPy)
+}
+
+// TestLiveKitPyAdapterFaults runs the adapter on what a plugin or a newer
+// LiveKit may give it (tests/faults.py: chunks that are not ChatChunks, a
+// tool call without a name, a stream that fails, audio without frames or
+// of no sample rate, an app's on_playout that raises): the agent gets every
+// item and LiveKit's own error untouched, the turn ends as an error, and
+// each failure of the adapter's own is reported once.
+func TestLiveKitPyAdapterFaults(t *testing.T) {
+	t.Parallel()
+	py := livekitPython(t)
+	b, err := livekitPyCommand(py, "tests/faults.py").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tests/faults.py: %v\n%s", err, b)
+	}
+	var r struct {
+		LLM, TTS struct {
+			Items int
+			Error *string
+		}
+		Played, Errors, Messages []string
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("tests/faults.py said %s: %v", b, err)
+	}
+	if r.LLM.Items != 5 || r.LLM.Error == nil || !strings.Contains(*r.LLM.Error, "the provider failed") {
+		t.Errorf("the LLM stream gave the agent %d items and error %v: want all 5, then the provider's own error", r.LLM.Items, r.LLM.Error)
+	}
+	if r.TTS.Items != 3 || r.TTS.Error != nil {
+		t.Errorf("the synthesis gave the agent %d items and error %v: want all 3 and none", r.TTS.Items, r.TTS.Error)
+	}
+	if len(r.Errors) != 2 || !strings.Contains(r.Errors[0], "adapter: ") || !strings.Contains(r.Errors[0], "stream item") ||
+		!strings.Contains(r.Errors[1], "on_playout") {
+		t.Errorf("errors reported %q: want the nameless tool call's and the callback's, once each", r.Errors)
+	}
+	want := []string{"turn_start", "chunk", "turn_end/error", "turn_start", "chunk", "turn_end/ok", "speech", "tts", "audio", "playout"}
+	if !slices.Equal(r.Messages, want) || !slices.Equal(r.Played, []string{"turn-2"}) {
+		t.Errorf("messages %v, played %v: want %v, and turn-2 played", r.Messages, r.Played, want)
+	}
 }

@@ -6,13 +6,17 @@ player, everything reported to ``underrun monitor``.
 
   python example.py --llm http://127.0.0.1:8000/v1 --tts http://127.0.0.1:8000/v1 \\
     --monitor ws://127.0.0.1:8765 [--session NAME] [--turns N] [--out heard.json] \\
-    [--tool NAME [--tool-ms MS] [--say TEXT [--say-ms MS]]]
+    [--tool NAME [--tool-ms MS] [--say TEXT [--say-ms MS]]] [--chain]
 
 --tool gives the agent a function tool of that name, which runs for --tool-ms
 (default 500): a mock turn with a tool call calls it, and the adapter reports
 the call, its result and the silence between. --say makes the tool say a
 filler phrase (session.say) --say-ms (default 0) after it starts, as an app
 covers the wait.
+
+--chain puts a stand-in for a room's audio output after the player
+(``next_in_chain``): it plays each segment in real time and says when it
+finished, as LiveKit's room output does.
 
 --out writes, per turn, what the adapter's player heard (its first audio and
 every silence inside the turn's speech, in ms since the turn's LLM request).
@@ -57,6 +61,7 @@ def parse_args():
     p.add_argument("--tool-ms", type=float, default=500)
     p.add_argument("--say")
     p.add_argument("--say-ms", type=float, default=0)
+    p.add_argument("--chain", action="store_true")
     return p.parse_args()
 
 
@@ -87,6 +92,39 @@ class Sink(io.AudioOutput):
 
     def clear_buffer(self):
         pass
+
+
+class RoomOutput(io.AudioOutput):
+    """Stands in for a room's audio output: plays what it is given in real
+    time, each segment's end reported once its audio has played."""
+
+    def __init__(self):
+        super().__init__(label="room", capabilities=io.AudioOutputCapabilities(pause=False), sample_rate=RATE)
+        self._end = 0.0  # when what it holds has played, loop time
+        self._started = False
+        self._done: asyncio.TimerHandle | None = None
+
+    async def capture_frame(self, frame):
+        await super().capture_frame(frame)
+        loop = asyncio.get_running_loop()
+        if not self._started:
+            self._started = True
+            self.on_playback_started(created_at=0.0)
+        self._end = max(self._end, loop.time()) + frame.samples_per_channel / frame.sample_rate
+
+    def flush(self):
+        super().flush()
+        if self._started:
+            self._started = False
+            loop = asyncio.get_running_loop()
+            self._done = loop.call_at(max(self._end, loop.time()), lambda: self.on_playback_finished(playback_position=0, interrupted=False))
+
+    def clear_buffer(self):
+        if self._done is not None:
+            self._done.cancel()
+        if self._started:
+            self._started = False
+            self.on_playback_finished(playback_position=0, interrupted=True)
 
 
 async def releases(args):
@@ -220,7 +258,7 @@ async def run(args):
 
         tools.append(lkllm.function_tool(tool, name=args.tool, description="Looks something up for the answer."))
     await session.start(agent=voice.Agent(instructions="You are a helpful voice assistant.", tools=tools))
-    session.output.audio = monitor.player(sample_rate=RATE)
+    session.output.audio = monitor.player(sample_rate=RATE, next_in_chain=RoomOutput() if args.chain else None)
     for _ in range(args.turns):
         await session.generate_reply(user_input="Where is the room?")
     await session.aclose()

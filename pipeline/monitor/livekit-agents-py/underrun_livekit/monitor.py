@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -209,6 +210,7 @@ class Monitor:
         self.client = client or MonitorClient(url, session=session, on_error=self._on_error, **client_options)
         self.on_playout = on_playout
         self._failed: set[str] = set()
+        self._players: weakref.WeakSet = weakref.WeakSet()  # the players it made
         self._turns: dict[str, _Turn] = {}  # by turn id
         self._by_speech: dict[str, _Turn] = {}  # speech id -> its turn
         self._fillers: dict[str, _Turn] = {}  # speech id of a filler -> the turn it fills
@@ -225,10 +227,17 @@ class Monitor:
         the first turn."""
         return await self.client.ready(timeout)
 
-    async def close(self) -> None:
-        """Ends what is left (a turn still waiting for its tool, a filler that
-        was played last), lets what is buffered leave (within the close
-        timeout) and closes the connection."""
+    async def close(self, timeout: float = 2.0) -> None:
+        """Lets the players play out what they hold (a room's output may have
+        said it finished first), ends what is left (a turn still waiting for
+        its tool, a filler that was played last), lets what is buffered leave
+        (within the connection's close timeout) and closes the connection;
+        timeout bounds the wait for the players."""
+        for p in list(self._players):
+            try:
+                await p.played_out(timeout)
+            except Exception as e:
+                self._fail("close", e)
         for t in list(self._turns.values()):
             self._settle(t)
         await self.client.close()

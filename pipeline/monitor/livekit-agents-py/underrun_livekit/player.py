@@ -69,6 +69,18 @@ class PacedAudioOutput(io.AudioOutput):
         self._queue: deque = deque()
         self._seg: _Segment | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._idle = asyncio.Event()  # nothing queued, nothing playing
+        self._idle.set()
+        monitor._players.add(self)
+
+    async def played_out(self, timeout: float) -> bool:
+        """Waits (at most timeout seconds) until what the player holds has
+        played; True if it has."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
 
     async def capture_frame(self, frame) -> None:
         """Takes a frame: stamped, reported with its turn and sentence, queued
@@ -80,9 +92,10 @@ class PacedAudioOutput(io.AudioOutput):
             turn, speech, filler = self._monitor._frame(seconds)
             # (a streaming TTS, which wrap_tts does not follow, has no speech
             # messages: its frames are played and counted, not reported)
-            if turn is not None and (turn.speech or filler):
+            if turn is not None and seconds > 0 and (turn.speech or filler):
                 self._monitor._audio(turn, speech, at, seconds, filler)
             self._queue.append(_Piece(at, seconds * 1000, turn, -1 if filler else speech))
+            self._idle.clear()
             self._tick()
         except Exception as e:
             self._monitor._fail("capture_frame", e)
@@ -93,6 +106,7 @@ class PacedAudioOutput(io.AudioOutput):
         """Ends the segment: once it has played out, it is reported."""
         super().flush()
         self._queue.append(_FLUSH)
+        self._idle.clear()
         try:
             self._tick()
         except Exception as e:
@@ -107,6 +121,7 @@ class PacedAudioOutput(io.AudioOutput):
         turns = ([self._seg.turn] if self._seg is not None else []) + [p.turn for p in self._queue if p is not _FLUSH]
         self._queue.clear()
         seg, self._seg = self._seg, None
+        self._idle.set()
         try:
             for t in dict.fromkeys(x for x in turns if x is not None):
                 self._monitor._barge_in(t, now)
@@ -176,6 +191,8 @@ class PacedAudioOutput(io.AudioOutput):
                 break
         if self._seg is not None or self._queue:
             self._timer = asyncio.get_running_loop().call_later(self._period, self._safe_tick)
+        else:
+            self._idle.set()
 
     def _safe_tick(self) -> None:
         self._timer = None
