@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -132,5 +134,29 @@ func TestRenamedFlagsRun(t *testing.T) {
 		if !strings.Contains(errOut, "is deprecated; use --") {
 			t.Errorf("%v: no deprecation line on stderr: %q", tc.old, errOut)
 		}
+	}
+	// a command whose product is a file: the same file under both names
+	dir := t.TempDir()
+	plotted := func(kindFlag, name string) (string, []byte) {
+		out := filepath.Join(dir, name)
+		code, _, errOut := runCLI(t, "", "plot", trace, "-o", out, kindFlag, "tail")
+		if code != exitOK {
+			t.Fatalf("plot %s tail: exit %d: %s", kindFlag, code, errOut)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return errOut, b
+	}
+	errOut, oldSVG := plotted("--kind", "old.svg")
+	_, newSVG := plotted("--plot-kind", "new.svg")
+	if !bytes.Equal(oldSVG, newSVG) || !strings.Contains(errOut, "--kind is deprecated; use --plot-kind") {
+		t.Errorf("plot --kind tail: %d bytes (--plot-kind tail: %d), stderr %q", len(oldSVG), len(newSVG), errOut)
+	}
+	// voice calibrate's engine: the same refusal under both names
+	code, _, errOut := runCLI(t, "", "voice", "calibrate", "--engine", "festival")
+	if code != exitUsage || !strings.Contains(errOut, "--engine is deprecated; use --audio-engine") || !strings.Contains(errOut, "--audio-engine: can calibrate espeak-ng") {
+		t.Errorf("voice calibrate --engine festival: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -30,13 +30,14 @@ func newMonitorWatchCommand(e *env) *cobra.Command {
 	var to, token string
 	var nice int
 	cmd := &cobra.Command{
-		Use:    "watch --monitor URL",
-		Short:  "Time a monitor's underrun_started events until standard input closes (a tool of monitor load)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:     "watch --monitor URL",
+		Short:   "Time a monitor's underrun_started events until standard input closes (a tool of monitor load)",
+		Example: "  underrun monitor watch --monitor http://" + defaultMonitorListen + " < /dev/null",
+		Hidden:  true,
+		Args:    positional(0, 0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
-				return usagef("--monitor: want the monitor's address")
+				return usagef("monitor watch needs --monitor URL, the monitor whose events to time%s", exampleOf(cmd))
 			}
 			if nice != 0 {
 				if err := loadgen.NiceSelf(nice); err != nil {
@@ -130,10 +131,11 @@ func newMonitorSinkCommand(e *env) *cobra.Command {
 func newLoadTargetCommand(e *env, name, short string, serve func(context.Context, net.Listener) error) *cobra.Command {
 	var listen string
 	cmd := &cobra.Command{
-		Use:    name,
-		Short:  short,
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:     name,
+		Short:   short,
+		Example: "  underrun monitor " + name + " --listen 127.0.0.1:0",
+		Hidden:  true,
+		Args:    positional(0, 0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkListen(listen, ""); err != nil {
 				return err

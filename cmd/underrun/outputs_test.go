@@ -98,7 +98,7 @@ func TestOutputsLeaveWhatWasThere(t *testing.T) {
 		{"analyze --plot", "out.html", func(o string) []string { return []string{"analyze", "--plot", o, bad} }},
 		{"sim --events", "ev.jsonl", func(o string) []string { return []string{"sim", badYAML, "--events", o} }},
 		{"plot -o", "out.svg", func(o string) []string { return []string{"plot", bad, "-o", o} }},
-		{"plot --kind sweep", "out.svg", func(o string) []string { return []string{"plot", "--kind", "sweep", bad, "-o", o} }},
+		{"plot --plot-kind sweep", "out.svg", func(o string) []string { return []string{"plot", "--plot-kind", "sweep", bad, "-o", o} }},
 		{"voice calibrate -o", "voice.yaml", func(o string) []string { return []string{"voice", "calibrate", "--runs", "0", "-o", o} }},
 		// recordings: an existing one is refused before anything runs
 		{"capture -o", "run.jsonl", func(o string) []string {

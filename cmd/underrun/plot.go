@@ -56,9 +56,9 @@ Exit codes: 0 the plot was written; 2 bad usage or bad input.`
 const plotExample = `  underrun plot default -o default.html
   underrun plot trace.jsonl -o report.html --chunking sentence --tts-latency 250ms
   underrun plot trace.jsonl -o worst.png                  # worst turn's timeline, or the fleet
-  underrun plot trace.jsonl -o t17.svg --kind timeline --turn t17
-  underrun plot vllm_result.json -o tail.png --kind tail
-  underrun plot sweep.json -o sweep.svg --kind sweep`
+  underrun plot trace.jsonl -o t17.svg --plot-kind timeline --turn t17
+  underrun plot vllm_result.json -o tail.png --plot-kind tail
+  underrun plot sweep.json -o sweep.svg --plot-kind sweep`
 
 type plotCommand struct {
 	env    *env
@@ -87,12 +87,13 @@ func newPlotCommand(e *env) *plotCommand {
 	fs := c.cmd.Flags()
 	c.engine.bind(fs)
 	fs.StringVarP(&c.out, "output", "o", "", "write the plot to `FILE` (.html, .svg or .png)")
-	fs.StringVar(&c.kind, "kind", plotAuto, plotKindHelp+", sweep (of a sweep JSON file)")
+	fs.StringVar(&c.kind, "plot-kind", plotAuto, plotKindHelp+", sweep (of a sweep JSON file)")
+	renamed(e, fs, "kind", "", "plot-kind")
 	fs.StringVar(&c.turn, "turn", "", "draw the timeline of the turn with this `ID` (default: the worst)")
 	bindFormat(fs, &c.format, "input")
 	fs.DurationVar(&c.slo, "tpot-slo", 0, "fail a turn whose TPOT is over this, in the report's verdict (default: none; the verdict is what the listener hears)")
 	fs.BoolVar(&c.invert, "max-tpot", true, "find, per turn, the largest constant TPOT with no interruption")
-	showFlags(c.cmd, "output", "kind", "turn", "format", "stack", "chunking", "tts-latency", "preroll")
+	showFlags(c.cmd, "output", "plot-kind", "turn", "format", "stack", "chunking", "tts-latency", "preroll")
 	return c
 }
 
@@ -106,10 +107,10 @@ func (c *plotCommand) run(cmd *cobra.Command, input string) error {
 	}
 	if c.kind != plotSweep {
 		if err := checkPlotKind(c.kind, format); err != nil {
-			return usagef("--kind: %w", err)
+			return usagef("--plot-kind: %w", err)
 		}
 		if c.turn != "" && c.kind != plotTimeline && c.kind != plotAuto {
-			return usagef("--turn picks a timeline; it does not go with --kind %s", c.kind)
+			return usagef("--turn picks a timeline; it does not go with --plot-kind %s", c.kind)
 		}
 	}
 	// opened before any work, so that a path that cannot be written fails

@@ -40,17 +40,17 @@ func TestPlotCommand(t *testing.T) {
 				t.Errorf("not a PNG: %v", err)
 			}
 		}},
-		{name: "trace tail", args: []string{trace, "--kind", "tail"}, out: "tail.svg", check: wellFormedSVG},
-		{name: "trace fleet", args: []string{trace, "--kind", "fleet"}, out: "fleet.svg", check: wellFormedSVG},
+		{name: "trace tail", args: []string{trace, "--plot-kind", "tail"}, out: "tail.svg", check: wellFormedSVG},
+		{name: "trace fleet", args: []string{trace, "--plot-kind", "fleet"}, out: "fleet.svg", check: wellFormedSVG},
 		{name: "one turn's timeline", args: []string{trace, "--turn", "t1", "--chunking", "sentence"}, out: "t1.svg", check: wellFormedSVG},
 		{name: "stdin", args: []string{"-"}, out: "stdin.svg", check: wellFormedSVG},
-		{name: "sweep", args: []string{sweep, "--kind", "sweep"}, out: "sweep.svg", check: wellFormedSVG},
+		{name: "sweep", args: []string{sweep, "--plot-kind", "sweep"}, out: "sweep.svg", check: wellFormedSVG},
 		{name: "no such turn", args: []string{trace, "--turn", "nope"}, out: "x.svg", code: exitUsage, stderr: `no turn "nope"`},
 		{name: "no such input", args: []string{"no-such-thing"}, out: "x.svg", code: exitUsage, stderr: "no such file or built-in scenario"},
 		{name: "bad extension", args: []string{"default"}, out: "x.txt", code: exitUsage, stderr: "want a file ending in .html, .svg or .png"},
-		{name: "report needs html", args: []string{"default", "--kind", "report"}, out: "x.svg", code: exitUsage, stderr: "needs an .html file"},
-		{name: "unknown kind", args: []string{"default", "--kind", "pie"}, out: "x.svg", code: exitUsage, stderr: "unknown plot kind"},
-		{name: "not a sweep", args: []string{trace, "--kind", "sweep"}, out: "x.svg", code: exitUsage, stderr: "not a sweep JSON file"},
+		{name: "report needs html", args: []string{"default", "--plot-kind", "report"}, out: "x.svg", code: exitUsage, stderr: "needs an .html file"},
+		{name: "unknown kind", args: []string{"default", "--plot-kind", "pie"}, out: "x.svg", code: exitUsage, stderr: "unknown plot kind"},
+		{name: "not a sweep", args: []string{trace, "--plot-kind", "sweep"}, out: "x.svg", code: exitUsage, stderr: "not a sweep JSON file"},
 		{name: "no output", args: []string{"default"}, code: exitUsage, stderr: "plot needs -o FILE"},
 		{name: "two inputs", args: []string{"default", "default"}, out: "x.svg", code: exitUsage, stderr: "plot takes one input"},
 	} {
@@ -111,7 +111,7 @@ func TestPlotScenario(t *testing.T) {
 		t.Skip("no built-in scenarios besides default")
 	}
 	path := filepath.Join(t.TempDir(), "s.svg")
-	code, _, stderr := runCLI(t, "", "plot", name, "-o", path, "--kind", "fleet")
+	code, _, stderr := runCLI(t, "", "plot", name, "-o", path, "--plot-kind", "fleet")
 	if code != exitOK {
 		t.Fatalf("plot %s: exit %d: %s", name, code, stderr)
 	}

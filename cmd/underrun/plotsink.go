@@ -17,7 +17,7 @@ import (
 
 func init() { sinkFactories = append(sinkFactories, plotSinkFactory) }
 
-// The plot kinds --plot-kind and `plot --kind` take.
+// The plot kinds --plot-kind takes (on plot, and beside --plot).
 const (
 	plotAuto     = "auto"
 	plotReport   = "report"

@@ -183,8 +183,8 @@ func TestWavEspeak(t *testing.T) {
 
 func TestVoiceCalibrate(t *testing.T) {
 	t.Parallel()
-	code, _, errOut := runCLI(t, "", "voice", "calibrate", "--engine", "festival")
-	if code != exitUsage || !strings.Contains(errOut, "--engine") {
+	code, _, errOut := runCLI(t, "", "voice", "calibrate", "--audio-engine", "festival")
+	if code != exitUsage || !strings.Contains(errOut, "--audio-engine: can calibrate") {
 		t.Errorf("unknown engine: exit %d, %s", code, errOut)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

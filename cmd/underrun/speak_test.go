@@ -387,7 +387,7 @@ func TestMockTTSCommand(t *testing.T) {
 }
 
 // voice calibrate --tts-url fits the mock's espeak-ng over HTTP: its rate
-// as --engine espeak-ng fits it, and at least the latency the mock adds.
+// as --audio-engine espeak-ng fits it, and at least the latency the mock adds.
 func TestVoiceCalibrateSpeechAPI(t *testing.T) {
 	t.Parallel()
 	e := streamtest.Espeak(t, 0)
@@ -398,7 +398,7 @@ func TestVoiceCalibrateSpeechAPI(t *testing.T) {
 	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--tts-url", srv.URL, "--tts-format", "wav", "--runs", "1", "--pause", "1ms", "-o", api); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--engine", "espeak-ng", "--runs", "1", "-o", local); code != exitOK {
+	if code, _, errOut := runCLI(t, "", "voice", "calibrate", "--audio-engine", "espeak-ng", "--runs", "1", "-o", local); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	a, l := readAs(t, api, tts.ReadProfile), readAs(t, local, tts.ReadProfile)

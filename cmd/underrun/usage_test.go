@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,11 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"monitor", "feed"}, []string{"monitor feed needs the trace", "for example: underrun monitor feed"}, "accepts"},
 		{[]string{"capture", "trace.jsonl"}, []string{"capture takes no arguments", `"trace.jsonl"`, "for example: underrun capture --url"}, "accepts"},
 		{[]string{"stacks", "a", "b"}, []string{"stacks takes at most 1 argument"}, "accepts"},
+		// monitor load's hidden tools speak as the other commands do
+		{[]string{"monitor", "echo", "x"}, []string{"monitor echo takes no arguments", `"x"`, "for example: underrun monitor echo --listen"}, `for "underrun`},
+		{[]string{"monitor", "sink", "x", "y"}, []string{"monitor sink takes no arguments", `"x" "y"`, "for example: underrun monitor sink"}, `for "underrun`},
+		{[]string{"monitor", "watch", "x"}, []string{"monitor watch takes no arguments", `"x"`}, `for "underrun`},
+		{[]string{"monitor", "watch"}, []string{"monitor watch needs --monitor URL", "for example: underrun monitor watch --monitor http://"}, ""},
 		{[]string{"analyse"}, []string{`unknown command "analyse"`, "did you mean analyze?"}, ""},
 		{[]string{"monitor", "fed"}, []string{`unknown command "fed" for underrun monitor`, "did you mean feed"}, ""},
 		{[]string{"voice", "calibrat"}, []string{"did you mean calibrate?"}, ""},
@@ -49,6 +55,35 @@ func TestArgumentErrors(t *testing.T) {
 		}
 		if tc.not != "" && strings.Contains(errOut, tc.not) {
 			t.Errorf("%q: stderr %q has %q", tc.args, errOut, tc.not)
+		}
+	}
+}
+
+// TestEveryCommandsArguments holds every command, hidden ones included, to
+// the messages above: too many arguments give a usage error of underrun's
+// own, never cobra's ("accepts 0 arg(s)", `unknown command "x" for "underrun
+// monitor echo"`).
+func TestEveryCommandsArguments(t *testing.T) {
+	t.Parallel()
+	extra := []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}
+	for _, path := range commandPaths() {
+		c := findCommand(t, &env{}, path)
+		if c.Args == nil {
+			if c.HasSubCommands() {
+				t.Errorf("%v: no Args check, so cobra's own message for an unknown command; give it positional(...)", path)
+			}
+			continue // a leaf without one takes any number
+		}
+		err := c.Args(c, extra)
+		if err == nil {
+			continue // takes any number
+		}
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v with %d arguments: %q is not underrun's usage error", path, len(extra), err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "accepts") || strings.Contains(msg, `for "underrun`) {
+			t.Errorf("%v with %d arguments: cobra's message %q", path, len(extra), msg)
 		}
 	}
 }

@@ -38,9 +38,9 @@ to standard error.
 
 Exit codes: 0 written; 2 bad usage, or the engine is missing or failed.`
 
-const voiceCalibrateExample = `  underrun voice calibrate --engine espeak-ng -o espeak.yaml
+const voiceCalibrateExample = `  underrun voice calibrate --audio-engine espeak-ng -o espeak.yaml
   underrun analyze --voice espeak.yaml trace.jsonl
-  underrun voice calibrate --engine espeak-ng --espeak-voice en-us --espeak-wpm 190 -o fast.yaml
+  underrun voice calibrate --audio-engine espeak-ng --espeak-voice en-us --espeak-wpm 190 -o fast.yaml
   underrun voice calibrate --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart -o kokoro.yaml
   underrun speak --voice kokoro.yaml --tts-url http://127.0.0.1:8880 --tts-model kokoro --tts-voice af_heart`
 
@@ -51,7 +51,7 @@ func newVoiceCommand(e *env) *cobra.Command {
 		Long: `Voice profiles describe how a real speech engine speaks: its rate, its pauses
 and its synthesis latency. Make one with ` + "`underrun voice calibrate`" + `, then give it
 to any command with --voice FILE.`,
-		Example: "  underrun voice calibrate --engine espeak-ng -o espeak.yaml",
+		Example: "  underrun voice calibrate --audio-engine espeak-ng -o espeak.yaml",
 		Args:    positional(0, 0, ""),
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -78,16 +78,17 @@ func newVoiceCalibrateCommand(e *env) *cobra.Command {
 		fmt.Sprintf(voiceCalibrateLong, len(tts.CalibrationTexts)), voiceCalibrateExample, positional(0, 0, ""),
 		func(cmd *cobra.Command, _ []string) error { return c.run(cmd) })
 	fs := cmd.Flags()
-	fs.StringVar(&c.engine, "engine", tts.EngineEspeak, "speech `ENGINE` to measure: espeak-ng")
+	fs.StringVar(&c.engine, "audio-engine", tts.EngineEspeak, "speech `ENGINE` to measure: espeak-ng")
 	fs.StringVarP(&c.out, "output", "o", "", "write the profile to `FILE` (default: standard output)")
 	fs.IntVar(&c.runs, "runs", 2, "synthesize each text `N` times and keep the fastest (steadier latency figures)")
 	fs.StringVar(&c.espeakVoice, "espeak-voice", "", "espeak-ng `VOICE` (-v), e.g. en-us (default: its own)")
 	fs.IntVar(&c.speed, "espeak-wpm", 0, "espeak-ng speaking rate (-s) in words per minute (default: its own, 175)")
 	renamed(e, fs, "speed", "", "espeak-wpm")
-	c.tts.bind(fs, "measure the OpenAI-compatible /v1/audio/speech server at `URL`, not --engine")
+	renamed(e, fs, "engine", "", "audio-engine")
+	c.tts.bind(fs, "measure the OpenAI-compatible /v1/audio/speech server at `URL`, not --audio-engine")
 	fs.IntVar(&c.turnTexts, "turn-texts", stream.DefaultTurnTexts, "with --tts-url: texts sent back to back as one turn (the first pays the first-audio latency, the others the continuation)")
 	fs.DurationVar(&c.pause, "pause", stream.DefaultTurnPause, "with --tts-url: idle time before each turn")
-	showFlags(cmd, "output", "engine", "runs", "espeak-voice", "espeak-wpm", "tts-url", "tts-model", "tts-voice")
+	showFlags(cmd, "output", "audio-engine", "runs", "espeak-voice", "espeak-wpm", "tts-url", "tts-model", "tts-voice")
 	return cmd
 }
 
@@ -96,7 +97,7 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 		return c.runSpeechAPI(cmd)
 	}
 	if c.engine != tts.EngineEspeak {
-		return usagef("--engine: can calibrate %s, got %q", tts.EngineEspeak, c.engine)
+		return usagef("--audio-engine: can calibrate %s, got %q", tts.EngineEspeak, c.engine)
 	}
 	if c.runs < 1 {
 		return usagef("--runs must be at least 1, got %d", c.runs)
@@ -106,7 +107,7 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 	}
 	engine, err := tts.NewEspeak()
 	if err != nil {
-		return usagef("--engine %s: %w (install the espeak-ng package)", c.engine, err)
+		return usagef("--audio-engine %s: %w (install the espeak-ng package)", c.engine, err)
 	}
 	engine.Voice, engine.Speed = c.espeakVoice, c.speed
 	cal, err := tts.Calibrate(cmd.Context(), engine, tts.CalibrationTexts, c.runs)
@@ -120,8 +121,8 @@ func (c *voiceCalibrateCommand) run(cmd *cobra.Command) error {
 func (c *voiceCalibrateCommand) runSpeechAPI(cmd *cobra.Command) error {
 	fs := cmd.Flags()
 	switch {
-	case fs.Changed("engine") || c.espeakVoice != "" || c.speed != 0:
-		return usagef("--engine, --espeak-voice and --espeak-wpm are for espeak-ng: drop them with --tts-url")
+	case fs.Changed("audio-engine") || c.espeakVoice != "" || c.speed != 0:
+		return usagef("--audio-engine, --espeak-voice and --espeak-wpm are for espeak-ng: drop them with --tts-url")
 	case c.runs < 1 || c.turnTexts < 1:
 		return usagef("--runs and --turn-texts must be at least 1")
 	case c.pause < 0 || c.tts.rate <= 0:

@@ -99,8 +99,8 @@ func TestWorstTurnAgrees(t *testing.T) {
 			for view, got := range map[string]string{
 				"analyze verdict":           verdict("analyze"),
 				"replay verdict":            verdict("replay", "--speed", "25"),
-				"fleet view, first row":     firstOf(plotted("fleet.svg", "--kind", "fleet")),
-				"timeline drawn by default": firstOf(plotted("timeline.svg", "--kind", "timeline")),
+				"fleet view, first row":     firstOf(plotted("fleet.svg", "--plot-kind", "fleet")),
+				"timeline drawn by default": firstOf(plotted("timeline.svg", "--plot-kind", "timeline")),
 				"HTML per-turn table":       string(table[1]),
 			} {
 				if got != tc.worst {
