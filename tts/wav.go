@@ -233,8 +233,17 @@ func (w *wavSource) decode(data []byte, out []float32) {
 		if w.channel > 0 {
 			at = 2 * (w.channel - 1)
 		}
+		const scale = 1.0 / (1 << 15)
+		if f.frame == 2 {
+			data = data[:2*len(out)]
+			for i := range out {
+				out[i] = float32(int16(uint16(data[2*i])|uint16(data[2*i+1])<<8)) * scale
+			}
+			return
+		}
 		for i := range out {
-			out[i] = float32(int16(binary.LittleEndian.Uint16(data[i*f.frame+at:]))) / (1 << 15)
+			p := data[i*f.frame+at : i*f.frame+at+2]
+			out[i] = float32(int16(uint16(p[0])|uint16(p[1])<<8)) * scale
 		}
 		return
 	}

@@ -117,6 +117,11 @@ func parseChannel(s string) (int, error) {
 }
 
 func (c *heardCommand) run(ctx context.Context, args []string) error {
+	// the silences of a long recording are most of what heard keeps: a
+	// soft limit makes the collector keep the heap near them while it
+	// analyzes and reports (10 hours of speech, 73,000 silences, in under
+	// 64 MB)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(heardMemoryLimit))
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -199,10 +204,6 @@ func (c *heardCommand) analyze(ctx context.Context, name string, channel int, tu
 	if err != nil {
 		return nil, usagef("%s: %w", name, err)
 	}
-	// the silences of a long recording are most of what heard keeps: a
-	// soft limit makes the collector keep the heap near them (10 hours of
-	// speech, 73,000 silences, in under 64 MB)
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(heardMemoryLimit))
 	opts := heard.Options{Detector: heard.Detector{MinSilence: c.minGap}, Offset: c.offset, AutoOffset: !c.cmd.Flags().Changed("offset")}
 	if at, ok := recordedOffset(c.recorded, turns); ok && opts.AutoOffset {
 		opts.Offset, opts.AutoOffset = at, false
@@ -219,7 +220,7 @@ func (c *heardCommand) analyze(ctx context.Context, name string, channel int, tu
 
 // heardMemoryLimit is the soft limit of the Go heap while heard analyzes a
 // recording.
-const heardMemoryLimit = 40 << 20
+const heardMemoryLimit = 32 << 20
 
 // recordedOffset returns where the first turn's request lies in the WAV
 // that speak --wav-out wrote beside rec: the heard record says where the

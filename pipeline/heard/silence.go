@@ -231,13 +231,9 @@ func (d Detector) Scan(ctx context.Context, r SampleReader, rate int) (*Scan, er
 	}()
 	for b := range full {
 		if withRef {
-			for i, x := range b.x {
-				st.analyze(x, b.ref[i])
-			}
+			st.analyze(b.x, b.ref)
 		} else {
-			for _, x := range b.x {
-				st.analyze(x, 0)
-			}
+			st.analyze(b.x, nil)
 		}
 		free <- b
 	}
@@ -456,16 +452,24 @@ func newBandMeter(ir int) bandMeter {
 	return m
 }
 
-func (m *bandMeter) add(x float64) {
-	m.sum += x
-	m.energy[0] += x * x
-	y := m.hp.step(x)
-	low := m.lowHP.step(m.bands[0].step(y))
-	m.energy[1] += low * low
-	for i := 1; i < len(m.bands); i++ {
-		v := m.bands[i].step(y)
-		m.energy[i+1] += v * v
+// measure adds samples xs to the frame being measured (the filters
+// copied to locals for the loop: the hot path of a scan).
+func (m *bandMeter) measure(xs []float64) {
+	hp, low, lowHP, mid, high := m.hp, m.bands[0], m.lowHP, m.bands[1], m.bands[2]
+	sum, e0, e1, e2, e3 := m.sum, m.energy[0], m.energy[1], m.energy[2], m.energy[3]
+	for _, x := range xs {
+		sum += x
+		e0 += x * x
+		y := hp.step(x)
+		l := lowHP.step(low.step(y))
+		e1 += l * l
+		v := mid.step(y)
+		e2 += v * v
+		v = high.step(y)
+		e3 += v * v
 	}
+	m.hp, m.bands[0], m.lowHP, m.bands[1], m.bands[2] = hp, low, lowHP, mid, high
+	m.sum, m.energy[0], m.energy[1], m.energy[2], m.energy[3] = sum, e0, e1, e2, e3
 }
 
 // take returns the mean energies of the frame of n samples just measured
@@ -534,17 +538,23 @@ const (
 	bleedOffset = -50.0
 )
 
-// analyze takes one sample of the channel read, x, and of the others, r,
-// at the analysis rate.
-func (s *scanner) analyze(x, r float64) {
-	s.env.addOne(float32(x))
-	s.own.add(x)
-	if s.other != nil {
-		s.other.add(r)
-	}
-	s.fill++
-	if s.fill == s.frameLen {
-		s.endFrame()
+// analyze takes samples of the channel read, xs, and of the others, rs
+// (as many, or nil where there are none), at the analysis rate.
+func (s *scanner) analyze(xs, rs []float64) {
+	for len(xs) > 0 {
+		n := min(len(xs), s.frameLen-s.fill)
+		for _, x := range xs[:n] {
+			s.env.addOne(float32(x))
+		}
+		s.own.measure(xs[:n])
+		if s.other != nil {
+			s.other.measure(rs[:n])
+			rs = rs[n:]
+		}
+		xs = xs[n:]
+		if s.fill += n; s.fill == s.frameLen {
+			s.endFrame()
+		}
 	}
 }
 
