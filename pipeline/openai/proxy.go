@@ -152,6 +152,7 @@ type watch struct {
 	guarded   bool
 	readErr   error
 	upErr     error
+	eof       bool // the upstream's body was read to its end
 	mu        sync.Mutex
 	errs      []error
 	unwatched string // why the response could not be parsed
@@ -268,13 +269,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A copy that failed with no upstream error failed on the client's side.
 	defer func() {
 		v := recover()
-		clientLeft := r.Context().Err() != nil || (v != nil && wt.readErr == nil && wt.upErr == nil)
-		p.finish(wt, clientLeft)
+		p.finish(wt, clientLeft(r.Context(), wt, v != nil))
 		if v != nil {
 			panic(v)
 		}
 	}()
 	p.rp.ServeHTTP(w, r2)
+}
+
+// clientLeft reports whether the client of wt's request went away before
+// it had the whole response; aborted is whether ReverseProxy aborted the
+// copy. A response whose body was read to its end and copied without
+// abort has reached the client whole, whatever ctx says: the server
+// cancels a request's context when its client closes the connection,
+// which a client that has read the whole response (its Content-Length)
+// may do before the handler returns.
+func clientLeft(ctx context.Context, wt *watch, aborted bool) bool {
+	if wt.eof && !aborted {
+		return false
+	}
+	return ctx.Err() != nil || (aborted && wt.readErr == nil && wt.upErr == nil)
 }
 
 // modifyResponse taps the body of a watched stream.
@@ -288,6 +302,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	ctype := resp.Header.Get("Content-Type")
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		wt.unwatched = "response is compressed (Content-Encoding " + enc + "): forwarded, not parsed"
+		resp.Body = &tapBody{rc: resp.Body, wt: wt} // to see its end
 		return nil
 	}
 	wt.s.Response(resp.StatusCode, ctype, at)
@@ -313,7 +328,8 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 
 // tapBody hands the proxy each read of a watched response body, and
 // parses it only on the next read, once the bytes have been forwarded and
-// flushed to the client: watching adds no delay to the bytes.
+// flushed to the client: watching adds no delay to the bytes. Of a body
+// the proxy cannot parse (wt.unwatched) it sees only the end.
 type tapBody struct {
 	rc      io.ReadCloser
 	wt      *watch
@@ -338,11 +354,14 @@ func (b *tapBody) Read(p []byte) (int, error) {
 	b.process()
 	n, err := b.rc.Read(p)
 	at := time.Since(b.wt.start)
-	if n > 0 {
+	if n > 0 && b.wt.unwatched == "" {
 		b.pending = append(b.pending, p[:n]...)
 		b.at = at
 	}
-	if err != nil && err != io.EOF {
+	switch {
+	case err == io.EOF:
+		b.wt.eof = true
+	case err != nil:
 		b.wt.readErr = err
 	}
 	return n, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +28,13 @@ func echoingServer(t *testing.T) *httptest.Server {
 		if key == "" {
 			key = r.Header.Get("X-Api-Key")
 		}
+		body := `{"error":{"message":"Incorrect API key provided: ` + key + `. Check it.","type":"invalid_request_error"}}`
 		w.Header().Set("Content-Type", "application/json")
+		// sent whole, with a length: the client has it all, and may close,
+		// while the proxy is still recording it (TestProxyCompletedNotCancelled)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(http.StatusUnauthorized)
-		// chunked, no length: a client reads to the end only after the
-		// proxy's handler has returned, having logged and recorded the turn
-		w.(http.Flusher).Flush()
-		io.WriteString(w, `{"error":{"message":"Incorrect API key provided: `+key+`. Check it.","type":"invalid_request_error"}}`)
+		io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -102,7 +104,7 @@ func TestServerEchoOfTheKeyRedacted(t *testing.T) {
 			check(t, "the proxy's log", log.Bytes())
 			check(t, "the proxy's trace", ptr.Bytes())
 			check(t, "the proxy's SSE capture", pcapt.Bytes())
-			if !strings.Contains(log.String(), "[redacted]") {
+			if !strings.Contains(log.String(), "[redacted]") || !strings.Contains(log.String(), `"status":"error"`) {
 				t.Errorf("the proxy's log does not say the server's error: %s", log.String())
 			}
 		})
