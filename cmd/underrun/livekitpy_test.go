@@ -65,8 +65,9 @@ func liveKitPySession(t *testing.T, turns []*pipeline.Turn, n int, args []string
 // TestLiveKitPyThroughMonitor runs a real livekit-agents 1.8.9 pipeline
 // (AgentSession, openai.LLM, openai.TTS behind LiveKit's StreamAdapter and
 // blingfire sentence tokenizer; no LiveKit server) against the mock with
-// espeak-ng speaking, on four stall patterns (the last also with the player
-// chained to a room's output), reporting through the adapter
+// espeak-ng speaking, on four stall patterns (the filler said by
+// session.say and by LiveKit's with_filler, and with the player chained to
+// a room's output), reporting through the adapter
 // into a monitor process: per turn, named by LiveKit's speech id, the
 // monitor's heard gaps (from the audio frames) are the adapter's paced
 // player's within 20 ms, and the engine given the measured timings predicts
@@ -92,7 +93,11 @@ func TestLiveKitPyThroughMonitor(t *testing.T) {
 		// the same, with a phrase said 300 ms into the tool (session.say)
 		{name: "tool-call-filler", args: []string{"--tool", "get_weather", "--tool-ms", "2000", "--say", phrase, "--say-ms", "300"},
 			minGaps: 2, filler: true},
-		// the same, the player passing the frames on to a stand-in for the
+		// the same, said by LiveKit's own RunContext.with_filler once the
+		// session is idle
+		{name: "tool-call-with-filler", args: []string{"--tool", "get_weather", "--tool-ms", "2000", "--with-filler", phrase},
+			minGaps: 2, filler: true},
+		// the same as session.say, the player passing the frames on to a stand-in for the
 		// room's output, which says when playback finished
 		{name: "tool-call-filler-chained", args: []string{"--tool", "get_weather", "--tool-ms", "2000", "--say", phrase, "--say-ms", "300", "--chain"},
 			minGaps: 2, filler: true},

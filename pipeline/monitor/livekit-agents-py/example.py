@@ -6,13 +6,14 @@ player, everything reported to ``underrun monitor``.
 
   python example.py --llm http://127.0.0.1:8000/v1 --tts http://127.0.0.1:8000/v1 \\
     --monitor ws://127.0.0.1:8765 [--session NAME] [--turns N] [--out heard.json] \\
-    [--tool NAME [--tool-ms MS] [--say TEXT [--say-ms MS]]] [--chain]
+    [--tool NAME [--tool-ms MS] [--say TEXT [--say-ms MS]] [--with-filler TEXT]] [--chain]
 
 --tool gives the agent a function tool of that name, which runs for --tool-ms
 (default 500): a mock turn with a tool call calls it, and the adapter reports
 the call, its result and the silence between. --say makes the tool say a
 filler phrase (session.say) --say-ms (default 0) after it starts, as an app
-covers the wait.
+covers the wait; --with-filler has the tool run inside LiveKit's own
+RunContext.with_filler(TEXT), which says it once the session is idle.
 
 --chain puts a stand-in for a room's audio output after the player
 (``next_in_chain``): it plays each segment in real time and says when it
@@ -61,6 +62,7 @@ def parse_args():
     p.add_argument("--tool-ms", type=float, default=500)
     p.add_argument("--say")
     p.add_argument("--say-ms", type=float, default=0)
+    p.add_argument("--with-filler")
     p.add_argument("--chain", action="store_true")
     return p.parse_args()
 
@@ -253,7 +255,11 @@ async def run(args):
         async def tool(ctx: voice.RunContext) -> str:
             if args.say:
                 asyncio.get_running_loop().call_later(args.say_ms / 1000, lambda: ctx.session.say(args.say))
-            await asyncio.sleep(args.tool_ms / 1000)
+            if args.with_filler:
+                async with ctx.with_filler(args.with_filler):
+                    await asyncio.sleep(args.tool_ms / 1000)
+            else:
+                await asyncio.sleep(args.tool_ms / 1000)
             return "done"
 
         tools.append(lkllm.function_tool(tool, name=args.tool, description="Looks something up for the answer."))
