@@ -178,7 +178,7 @@ func (s *Speech) Synthesize(ctx context.Context, text string) (stream.Utterance,
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, trace.MaxErrorBody))
 		resp.Body.Close()
 		cancel()
-		return nil, fmt.Errorf("%w: %s %q: %s", stream.ErrSynthesis, s.Name(), clipText(text), trace.Redact(trace.HTTPErrorText(resp.StatusCode, b), s.APIKey))
+		return nil, fmt.Errorf("%w: %s %q: %s", stream.ErrSynthesis, s.Name(), clipText(text), trace.HTTPErrorText(resp.StatusCode, b, s.APIKey))
 	}
 	u := &speechUtterance{s: s, text: text, body: resp.Body, cancel: cancel, counted: &countingReader{r: resp.Body}}
 	if err := u.open(resp.Header.Get("Content-Type")); err != nil {

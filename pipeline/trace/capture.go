@@ -125,8 +125,9 @@ type CaptureRequest struct {
 	ResumeAt time.Duration
 	// Secrets are the credentials the request carried (an API key): never
 	// recorded, they are replaced by "[redacted]" in the bytes of the
-	// response wherever one read holds one (a server that echoes the key
-	// in a 401 body).
+	// response (a server that echoes the key in a 401 body), a secret
+	// split across reads included: a read that ends with what could begin
+	// one has that end recorded with the next read (or at the close).
 	Secrets []string
 }
 
@@ -141,14 +142,15 @@ func (w *CaptureWriter) Begin(r CaptureRequest) (*CaptureStream, error) {
 		rec.ResumeTNs = &at
 	}
 	err := w.write(&rec)
-	return &CaptureStream{w: w, id: r.Stream, secrets: r.Secrets}, err
+	return &CaptureStream{w: w, id: r.Stream, redact: newRedactor(r.Secrets)}, err
 }
 
 // CaptureStream records one stream of a CaptureWriter.
 type CaptureStream struct {
-	w       *CaptureWriter
-	id      string
-	secrets []string
+	w        *CaptureWriter
+	id       string
+	redact   *redactor     // nil: no secrets
+	lastRead time.Duration // when the last read returned
 }
 
 func (s *CaptureStream) put(rec *captureRecord, at time.Duration) error {
@@ -167,7 +169,17 @@ func (s *CaptureStream) Response(status int, contentType string, at time.Duratio
 
 // Read records the bytes of one read of the body, which returned at at.
 func (s *CaptureStream) Read(b []byte, at time.Duration) error {
-	b = redactBytes(b, s.secrets)
+	s.lastRead = at
+	if s.redact != nil && len(b) > 0 {
+		if b = s.redact.next(b); len(b) == 0 {
+			return nil // all of it could begin a secret: it goes with the next read
+		}
+	}
+	return s.read(b, at)
+}
+
+// read records b as one read that returned at at.
+func (s *CaptureStream) read(b []byte, at time.Duration) error {
 	rec := captureRecord{Type: "read"}
 	if utf8.Valid(b) {
 		d := string(b)
@@ -182,6 +194,13 @@ func (s *CaptureStream) Read(b []byte, at time.Duration) error {
 // Close records the end of the body at at: readErr is what ended it (nil
 // for the end of the body), cancelled that the client gave up.
 func (s *CaptureStream) Close(at time.Duration, readErr error, cancelled bool) error {
+	if s.redact != nil {
+		if rest := s.redact.rest(); len(rest) > 0 {
+			if err := s.read(rest, s.lastRead); err != nil {
+				return err
+			}
+		}
+	}
 	rec := captureRecord{Type: "close", Cancelled: cancelled}
 	if readErr != nil && !errors.Is(readErr, ErrCancelled) {
 		rec.ReadError = readErr.Error()

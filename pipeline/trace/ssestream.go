@@ -156,7 +156,7 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 	}
 	switch {
 	case s.Stats.HTTPStatus != 0 && (s.Stats.HTTPStatus < 200 || s.Stats.HTTPStatus >= 300):
-		s.errs = append([]string{HTTPErrorText(s.Stats.HTTPStatus, s.body)}, s.errs...)
+		s.errs = append([]string{HTTPErrorText(s.Stats.HTTPStatus, s.body, s.Secrets...)}, s.errs...)
 	case s.Stats.HTTPStatus == 0 && err == nil && !cancelled:
 		s.errs = append(s.errs, "no response")
 	}
@@ -182,38 +182,11 @@ func (s *Stream) Close(at time.Duration, err error, cancelled bool) {
 // specific is known.
 var ErrCancelled = errors.New("cancelled")
 
-// redacted replaces a secret in what is logged and recorded.
-const redacted = "[redacted]"
-
-// minSecret is the shortest secret Redact replaces: a shorter one would
-// blot out ordinary text, and no API key is that short.
-const minSecret = 8
-
-// Redact returns text with every secret in it (an API key a server echoed)
-// replaced by "[redacted]".
-func Redact(text string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) >= minSecret {
-			text = strings.ReplaceAll(text, sec, redacted)
-		}
-	}
-	return text
-}
-
-// redactBytes is Redact for bytes, returning b itself when no secret is
-// in it.
-func redactBytes(b []byte, secrets []string) []byte {
-	for _, sec := range secrets {
-		if len(sec) >= minSecret && bytes.Contains(b, []byte(sec)) {
-			b = bytes.ReplaceAll(b, []byte(sec), []byte(redacted))
-		}
-	}
-	return b
-}
-
 // HTTPErrorText words an HTTP error response, with the message of an OpenAI
-// error body when there is one.
-func HTTPErrorText(status int, body []byte) string {
+// error body when there is one, every secret (the request's credentials)
+// in it redacted, before any cut could leave part of one.
+func HTTPErrorText(status int, body []byte, secrets ...string) string {
+	body = redactBytes(body, secrets)
 	msg := ""
 	if d, err := ParseDelta(body); err == nil && d.Error != "" {
 		msg = d.Error
@@ -226,7 +199,7 @@ func HTTPErrorText(status int, body []byte) string {
 	if msg == "" {
 		return fmt.Sprintf("HTTP %d", status)
 	}
-	return fmt.Sprintf("HTTP %d: %s", status, msg)
+	return fmt.Sprintf("HTTP %d: %s", status, Redact(msg, secrets...)) // a message may spell one with JSON escapes
 }
 
 var doneData = []byte("[DONE]")
