@@ -415,12 +415,13 @@ func (g *Guard) End(turnID string, status Status) error {
 	if err != nil {
 		return err
 	}
-	return g.end(t, status, "", 0)
+	return g.end(t, status, nil)
 }
 
 // EndTurn closes turn t.ID as End does, with t's status, and carries t's
 // error text and output tokens (a server's usage count), which a recorder
-// knows only at the end, into the turn summary: EventTurn's Record is then
+// knows only at the end, and the model and operation of its request, into
+// the turn summary: EventTurn's Record is then
 // the turn as it was recorded, and reports and sinks account it as they
 // would the recorded turn, without playing it again.
 func (g *Guard) EndTurn(t *Turn) error {
@@ -428,10 +429,11 @@ func (g *Guard) EndTurn(t *Turn) error {
 	if err != nil {
 		return err
 	}
-	return g.end(gt, t.Status, t.Error, t.OutputTokens)
+	return g.end(gt, t.Status, t)
 }
 
-func (g *Guard) end(t *guardTurn, status Status, errText string, outTok int) error {
+// end closes t with status, and what recorded (nil: nothing) knows of it.
+func (g *Guard) end(t *guardTurn, status Status, recorded *Turn) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -447,7 +449,11 @@ func (g *Guard) end(t *guardTurn, status Status, errText string, outTok int) err
 	}
 	t.p.End()
 	g.process(t, Unbounded)
-	t.rec.Status, t.rec.Error, t.rec.OutputTokens = status, errText, outTok
+	t.rec.Status = status
+	if recorded != nil {
+		t.rec.Error, t.rec.OutputTokens = recorded.Error, recorded.OutputTokens
+		t.rec.Model, t.rec.Operation = recorded.Model, recorded.Operation
+	}
 	at := time.Duration(0)
 	if n := len(t.rec.Chunks); n > 0 {
 		at = t.rec.Chunks[n-1].At
@@ -484,7 +490,7 @@ func (g *Guard) Close() error {
 	g.mu.Unlock()
 	for _, t := range open {
 		// a concurrent End may have won: that is fine
-		_ = g.end(t, StatusIncomplete, "", 0)
+		_ = g.end(t, StatusIncomplete, nil)
 	}
 	return nil
 }

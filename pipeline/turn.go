@@ -29,6 +29,23 @@ func (s Status) Valid() bool {
 	return false
 }
 
+// Operation is the kind of LLM call a turn's request made, named as the
+// OpenTelemetry GenAI semantic conventions name it (gen_ai.operation.name).
+type Operation string
+
+// The operations a turn's request may be.
+const (
+	// OperationChat is a chat completion (/v1/chat/completions).
+	OperationChat Operation = "chat"
+	// OperationTextCompletion is a text completion (/v1/completions).
+	OperationTextCompletion Operation = "text_completion"
+)
+
+// Valid reports whether o is one of the known operations.
+func (o Operation) Valid() bool {
+	return o == OperationChat || o == OperationTextCompletion
+}
+
 // Chunk is one streamed delta of a turn: what arrived, and when.
 type Chunk struct {
 	// At is the arrival time since the turn's request was sent.
@@ -75,6 +92,10 @@ type Turn struct {
 	// recorded it saw the request (a client, a proxy, a benchmark's result
 	// file); empty when unknown.
 	Model string
+	// Operation is the kind of call the turn's request made (chat or text
+	// completion), where the one who recorded it saw the request or the
+	// endpoint; empty when unknown.
+	Operation Operation
 }
 
 // ToolCall is one tool call a turn paused for: at At since the request

@@ -143,7 +143,7 @@ func (c *captureCommand) run(cmd *cobra.Command) error {
 	if err := load.Validate(); err != nil {
 		return usageError{err}
 	}
-	c.out.run = runInfo{command: "capture", llm: c.url, api: c.api}
+	c.out.run = runInfo{command: "capture", llm: c.url}
 	s, err := c.out.beginEngine(c.env, &c.engine)
 	if err != nil {
 		return err

@@ -43,10 +43,9 @@ func (f *otlpFlag) start(e *env, run runInfo, tpotSLO, ttftSLO time.Duration) (*
 			}
 		}}
 	if run.llm != "" {
-		o.Server, o.Provider, o.Operation = run.llm, "openai", "chat" // underrun spoke the OpenAI API itself
-		if run.api == "completions" {
-			o.Operation = "text_completion"
-		}
+		// underrun spoke the OpenAI API itself; each turn says its
+		// operation (chat or text_completion)
+		o.Server, o.Provider = run.llm, "openai"
 	}
 	o, err := otlp.FromEnv(o, os.Getenv)
 	if err != nil {

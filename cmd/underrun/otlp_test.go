@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -156,6 +157,97 @@ func TestAnalyzeOTLPCall(t *testing.T) {
 	checkLaidOut(t, spans, before, after)
 }
 
+// TestAnalyzeOTLPOperation (issue 49): a vLLM result whose requests went
+// to /v1/completions (endpoint_type openai) gives text_completion spans
+// ("text_completion MODEL") and GenAI metrics, not chat.
+func TestAnalyzeOTLPOperation(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	file := filepath.Join(t.TempDir(), "result.json")
+	completions := strings.Replace(vllmResult, `"backend": "openai-chat"`, `"endpoint_type": "openai", "backend": "openai"`, 1)
+	if err := os.WriteFile(file, []byte(completions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runUnderrun(t, nil, "analyze", "--otlp", rcv.URL, file)
+	if code != exitOK && code != exitFail || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	spans := rcv.Spans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want 3", len(spans))
+	}
+	for _, s := range spans {
+		if op, _ := s.Attributes().Get("gen_ai.operation.name"); s.Name() != "text_completion example/voice-8b" || op.Str() != "text_completion" {
+			t.Errorf("span %q, gen_ai.operation.name %q; want \"text_completion example/voice-8b\", text_completion", s.Name(), op.Str())
+		}
+	}
+	checkOperations(t, rcv, "text_completion")
+}
+
+// checkOperations checks that the GenAI duration metric's data points say
+// the operations want, and no other.
+func checkOperations(t *testing.T, rcv *otlptest.Receiver, want ...string) {
+	t.Helper()
+	ms := rcv.Metric("gen_ai.client.operation.duration")
+	if len(ms) == 0 {
+		t.Fatalf("no gen_ai.client.operation.duration; got %v", rcv.MetricNames())
+	}
+	var got []string
+	dps := ms[len(ms)-1].Histogram().DataPoints()
+	for i := range dps.Len() {
+		op, _ := dps.At(i).Attributes().Get("gen_ai.operation.name")
+		got = append(got, op.Str())
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("gen_ai.client.operation.duration by gen_ai.operation.name: %v, want %v", got, want)
+	}
+}
+
+// TestProxyOTLPOperation (issue 49): streams through the proxy carry the
+// operation of the path they went to: a /v1/completions request is a
+// text_completion span, a /v1/chat/completions one a chat span, in the
+// spans and the GenAI metrics, and in the proxy's recording.
+func TestProxyOTLPOperation(t *testing.T) {
+	t.Parallel()
+	rcv := otlptest.NewReceiver(t)
+	mock := httptest.NewServer(&openai.Mock{Turns: []*pipeline.Turn{sim.ConstantTurn("a", "Sure, it is ready.", 20*time.Millisecond, 5*time.Millisecond, nil)}})
+	defer mock.Close()
+	recording := filepath.Join(t.TempDir(), "proxy.jsonl")
+	proxy := startServer(t, "proxy", "--listen", "127.0.0.1:0", "--url", mock.URL, "--otlp", rcv.URL, "-o", recording)
+	c := &openai.Client{BaseURL: proxy.url}
+	for i, api := range []openai.API{openai.APICompletions, openai.APIChat} {
+		s, err := c.Stream(context.Background(), strconv.Itoa(i), "", openai.Request{API: api, Model: "voice-8b", Prompt: openai.Prompt{Text: "hi"}})
+		if err != nil || s.Turn.Status != pipeline.StatusOK {
+			t.Fatalf("%s through the proxy: %v %v", api, s, err)
+		}
+	}
+	if code := proxy.stop(t); code != exitOK && code != exitFail {
+		t.Fatalf("proxy: exit %d: %s", code, proxy.stderr.String())
+	}
+	spans := rcv.Spans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2: %s", len(spans), proxy.stderr.String())
+	}
+	var names []string
+	for _, s := range spans {
+		op, _ := s.Attributes().Get("gen_ai.operation.name")
+		names = append(names, s.Name()+" / "+op.Str())
+	}
+	slices.Sort(names)
+	if want := []string{"chat voice-8b / chat", "text_completion voice-8b / text_completion"}; !slices.Equal(names, want) {
+		t.Errorf("spans %q, want %q", names, want)
+	}
+	checkOperations(t, rcv, "chat", "text_completion")
+	var ops []pipeline.Operation
+	for _, tn := range readTurns(t, recording) {
+		ops = append(ops, tn.Operation)
+	}
+	if want := []pipeline.Operation{pipeline.OperationTextCompletion, pipeline.OperationChat}; !slices.Equal(ops, want) {
+		t.Errorf("the proxy's recording: operations %q, want %q", ops, want)
+	}
+}
+
 // checkLaidOut checks spans laid one after another, the last ending
 // while the run ended (between before and after), none in the future.
 func checkLaidOut(t *testing.T, spans []otlptest.Span, before, after time.Time) {
@@ -274,13 +366,23 @@ func TestReplayOTLPSpeed(t *testing.T) {
 
 // TestCaptureOTLP: capture called the server itself: each request is the
 // GenAI client span of its call, with the model it asked for, the
-// provider of the OpenAI API it spoke and the server's address.
+// operation of the API it spoke (chat, text_completion for --api
+// completions), the provider of that API and the server's address.
 func TestCaptureOTLP(t *testing.T) {
 	t.Parallel()
+	for api, op := range map[string]string{"chat": "chat", "completions": "text_completion"} {
+		t.Run(api, func(t *testing.T) {
+			t.Parallel()
+			testCaptureOTLP(t, api, op)
+		})
+	}
+}
+
+func testCaptureOTLP(t *testing.T, api, op string) {
 	rcv := otlptest.NewReceiver(t)
 	mock := httptest.NewServer(&openai.Mock{})
 	defer mock.Close()
-	code, _, stderr := runUnderrun(t, nil, "capture", "--url", mock.URL, "--model", "voice-8b", "--requests", "2", "--otlp", rcv.URL)
+	code, _, stderr := runUnderrun(t, nil, "capture", "--url", mock.URL, "--api", api, "--model", "voice-8b", "--requests", "2", "--otlp", rcv.URL)
 	if code != exitOK && code != exitFail {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -291,11 +393,11 @@ func TestCaptureOTLP(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(mock.URL, "http://"))
 	for _, s := range spans {
 		a := s.Attributes()
-		if s.Name() != "chat voice-8b" || s.Kind() != ptrace.SpanKindClient {
-			t.Errorf("span %q of kind %v, want \"chat voice-8b\", client", s.Name(), s.Kind())
+		if s.Name() != op+" voice-8b" || s.Kind() != ptrace.SpanKindClient {
+			t.Errorf("span %q of kind %v, want \"%s voice-8b\", client", s.Name(), s.Kind(), op)
 		}
 		for k, want := range map[string]string{"gen_ai.provider.name": "openai", "gen_ai.request.model": "voice-8b",
-			"gen_ai.operation.name": "chat", "server.address": "127.0.0.1"} {
+			"gen_ai.operation.name": op, "server.address": "127.0.0.1"} {
 			if v, _ := a.Get(k); v.Str() != want {
 				t.Errorf("%s = %q, want %q", k, v.Str(), want)
 			}

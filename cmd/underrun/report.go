@@ -83,8 +83,8 @@ type runInfo struct {
 	// speak); the others are offline and deliver everything
 	live bool
 	// llm is the server the command called itself (capture, proxy, speak
-	// --url), api the OpenAI API it spoke ("chat" or "completions")
-	llm, api string
+	// --url)
+	llm string
 	// speed and origin: turns played speed times as fast as recorded
 	// from origin on (replay --speed), their starts on that faster clock
 	speed  float64

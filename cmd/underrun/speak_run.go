@@ -52,7 +52,7 @@ func (r *speakRun) open() (err error) {
 	c.out.timing = pipeline.GapTiming{Source: pipeline.TimingPlayer, Synthesizer: r.synth.Name(),
 		Text: "the real player's own count of the silence it played (ground truth), " + r.synth.Name() + " synthesizing each " +
 			"speech chunk in real time as the chunking releases it; the engine's prediction for the same run follows the report"}
-	c.out.run = runInfo{command: "speak", live: true, llm: c.url, api: c.api}
+	c.out.run = runInfo{command: "speak", live: true, llm: c.url}
 	if r.session, err = c.out.begin(c.env, r.cfg); err != nil {
 		return err
 	}

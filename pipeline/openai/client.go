@@ -365,7 +365,7 @@ func (c *Client) Stream(ctx context.Context, id, session string, req Request) (*
 		secrets = []string{c.APIKey}
 	}
 	s.Secrets = secrets
-	s.Turn.Model = req.Model
+	s.Turn.Model, s.Turn.Operation = req.Model, trace.PathOperation(api.Path())
 	var errs []error
 	record := func(err error) {
 		if err != nil && len(errs) < 4 {

@@ -204,7 +204,8 @@ func (p *Proxy) firstFailure(stream string, err error) {
 
 // ServeHTTP forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !(strings.HasSuffix(r.URL.Path, "/chat/completions") || strings.HasSuffix(r.URL.Path, "/completions")) {
+	op := trace.PathOperation(r.URL.Path)
+	if r.Method != http.MethodPost || op == "" {
 		p.rp.ServeHTTP(w, r)
 		return
 	}
@@ -241,6 +242,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wt.s = trace.NewStream(wt.id, session, start)
 	wt.s.Secrets = requestSecrets(r.Header)
 	wt.s.Turn.Model = trace.CutText(req.Model, trace.MaxName) // a name, not a payload
+	wt.s.Turn.Operation = op
 	wt.turn = &wt.s.Turn
 	if w := p.claim(req.Messages); w != nil {
 		p.resume(wt, w)

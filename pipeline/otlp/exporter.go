@@ -46,8 +46,8 @@ const DefaultService = "underrun"
 // empty: underrun saw the stream, not who served it.
 const DefaultProvider = "unknown"
 
-// DefaultOperation is the gen_ai.operation.name when Options.Operation is
-// empty.
+// DefaultOperation is the gen_ai.operation.name of a turn that does not
+// say its own (pipeline.Turn.Operation) when Options.Operation is empty.
 const DefaultOperation = "chat"
 
 // ErrEndpoint reports an endpoint that is not an http or https URL.
@@ -87,8 +87,9 @@ type Options struct {
 	// metrics ("": DefaultProvider); a command that spoke the OpenAI API to
 	// the server itself says "openai".
 	Provider string
-	// Operation is their gen_ai.operation.name ("": DefaultOperation);
-	// text_completion for /v1/completions.
+	// Operation is their gen_ai.operation.name where the turn does not say
+	// its own (pipeline.Turn.Operation: chat, or text_completion for
+	// /v1/completions); "": DefaultOperation.
 	Operation string
 	// Server is the URL of the LLM server underrun called, when it called
 	// one (capture, proxy, speak --url): server.address and server.port of
@@ -213,12 +214,12 @@ type Exporter struct {
 
 // attrSets are the metric attribute sets already built, by what varies.
 type attrSets struct {
-	genai map[string]genaiSets // by model
+	genai map[[2]string]genaiSets // by operation and model
 	turns map[[2]string]metric.MeasurementOption
 	gaps  map[[2]string]metric.MeasurementOption
 }
 
-// genaiSets are a model's GenAI metric attributes, and the record
+// genaiSets are the GenAI metric attributes of an operation on a model, and the record
 // options made of them once (with the token type for the token usage).
 type genaiSets struct {
 	op                     attribute.Set
@@ -267,7 +268,7 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 		return nil, fmt.Errorf("%w: no endpoint given, or every signal turned off", ErrEndpoint)
 	}
 	e := &Exporter{opts: o, ctx: context.Background(), traces: traces, metrics: metrics, ids: newIDs()}
-	e.sets = attrSets{genai: map[string]genaiSets{}, turns: map[[2]string]metric.MeasurementOption{},
+	e.sets = attrSets{genai: map[[2]string]genaiSets{}, turns: map[[2]string]metric.MeasurementOption{},
 		gaps: map[[2]string]metric.MeasurementOption{}}
 	if o.Server != "" {
 		if u, err := url.Parse(o.Server); err == nil && u.Host != "" {
@@ -559,8 +560,9 @@ func (e *Exporter) fill(sp *spec, r TurnRecord, f figures, us []pipeline.Underru
 	}
 	a := sp.attrs
 	if sp.call {
-		sp.name = CallSpanName(e.opts.Operation, t.Model)
-		a = append(a, attrOperation.String(e.opts.Operation), attrProvider.String(e.opts.Provider),
+		op := e.operation(t)
+		sp.name = CallSpanName(op, t.Model)
+		a = append(a, attrOperation.String(op), attrProvider.String(e.opts.Provider),
 			attrRequestModel.String(t.Model), attrStream.Bool(true), attrOutputTokens.Int(f.tm.Tokens))
 		if t.Session != "" {
 			a = append(a, attrConversation.String(t.Session))
@@ -669,14 +671,24 @@ func (e *Exporter) toolEvent(sp *spec, p *pipeline.Playout, u *pipeline.Underrun
 	return eventSpec{name: EventToolSilence, at: u.Start}
 }
 
-// genai returns the GenAI metrics' attribute sets of a model.
-func (e *Exporter) genai(model string) genaiSets {
+// operation is t's gen_ai.operation.name: its own, or the options'.
+func (e *Exporter) operation(t *pipeline.Turn) string {
+	if t.Operation != "" {
+		return string(t.Operation)
+	}
+	return e.opts.Operation
+}
+
+// genai returns the GenAI metrics' attribute sets of an operation on a
+// model.
+func (e *Exporter) genai(op, model string) genaiSets {
+	key := [2]string{op, model}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.sets.genai[model]; ok {
+	if s, ok := e.sets.genai[key]; ok {
 		return s
 	}
-	kvs := []attribute.KeyValue{attrOperation.String(e.opts.Operation), attrProvider.String(e.opts.Provider)}
+	kvs := []attribute.KeyValue{attrOperation.String(op), attrProvider.String(e.opts.Provider)}
 	if model != "" {
 		kvs = append(kvs, attrRequestModel.String(model))
 	}
@@ -687,7 +699,7 @@ func (e *Exporter) genai(model string) genaiSets {
 	tokens := attribute.NewSet(append(kvs, attribute.String("gen_ai.token.type", string(genaiconv.TokenTypeOutput)))...)
 	s.opRecord = []metric.RecordOption{metric.WithAttributeSet(s.op)}
 	s.tokensRecord = []metric.RecordOption{metric.WithAttributeSet(tokens)}
-	e.sets.genai[model] = s
+	e.sets.genai[key] = s
 	return s
 }
 
@@ -710,7 +722,7 @@ func (e *Exporter) record(f figures, us []pipeline.Underrun, t *pipeline.Turn) {
 	ctx := context.Background()
 	in := &e.inst
 	if f.hasTiming {
-		sets := e.genai(t.Model)
+		sets := e.genai(e.operation(t), t.Model)
 		in.ttfc.Inst().Record(ctx, f.tm.TTFT.Seconds(), sets.opRecord...)
 		in.duration.Inst().Record(ctx, f.tm.E2E.Seconds(), sets.opRecord...)
 		e.itl.add(t, sets.op) // a tool call's time is no decode time

@@ -401,7 +401,7 @@ func (d *CaptureReader) record(line []byte) (*Stream, error) {
 			start = time.Unix(0, rec.StartUnixNs)
 		}
 		st := NewStream(rec.Stream, rec.Session, start)
-		st.Turn.Model = rec.Model
+		st.Turn.Model, st.Turn.Operation = rec.Model, PathOperation(rec.Path)
 		if !d.streams.begin(rec.Stream, st) {
 			return nil, d.errorf("stream %q begins a second time", rec.Stream)
 		}

@@ -42,6 +42,7 @@ type Record struct {
 	Session     string `json:"session,omitempty"`
 	StartUnixNs int64  `json:"start_unix_ns,omitempty"`
 	Model       string `json:"model,omitempty"`
+	Operation   string `json:"operation,omitempty"`
 
 	TNs       *int64  `json:"t_ns,omitempty"`
 	Text      *string `json:"text,omitempty"`
@@ -155,6 +156,7 @@ func (w *Writer) BeginTurn(t *pipeline.Turn) error {
 		w.int("start_unix_ns", t.Start.UnixNano())
 	}
 	w.str("model", t.Model)
+	w.str("operation", string(t.Operation))
 	return w.end()
 }
 
@@ -226,9 +228,9 @@ func (w *Writer) WriteTurn(t *pipeline.Turn) error {
 
 // fields is a record as the reader decodes it: Record without pointers.
 type fields struct {
-	typ, turn, session, text, status, errText, format, source, name, model string
-	hasText, hasT, hasTokens, reasoning, hasDuration                       bool
-	tNs, tokens, startUnixNs, outputTokens, version, durationNs            int64
+	typ, turn, session, text, status, errText, format, source, name, model, operation string
+	hasText, hasT, hasTokens, reasoning, hasDuration                                  bool
+	tNs, tokens, startUnixNs, outputTokens, version, durationNs                       int64
 }
 
 func (f *fields) fromRecord(r *Record) {
@@ -236,7 +238,7 @@ func (f *fields) fromRecord(r *Record) {
 		typ: r.Type, turn: r.Turn, session: r.Session, status: r.Status, errText: r.Error,
 		format: r.Format, source: r.Source, reasoning: r.Reasoning,
 		startUnixNs: r.StartUnixNs, outputTokens: int64(r.OutputTokens), version: int64(r.Version),
-		name: r.Name, model: r.Model,
+		name: r.Name, model: r.Model, operation: r.Operation,
 	}
 	if r.DurationNs != nil {
 		f.durationNs, f.hasDuration = *r.DurationNs, true
@@ -372,7 +374,11 @@ func (d *NativeReader) record(line []byte) (*pipeline.Turn, error) {
 		if err := checkStart(rec.startUnixNs); err != nil {
 			return nil, d.errorf("turn %q: start_unix_ns: %v", rec.turn, err)
 		}
-		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice(), Model: rec.model}
+		op := pipeline.Operation(rec.operation)
+		if op != "" && !op.Valid() {
+			return nil, d.errorf("turn %q has operation %q; want %s or %s", rec.turn, rec.operation, pipeline.OperationChat, pipeline.OperationTextCompletion)
+		}
+		t := &pipeline.Turn{ID: rec.turn, Session: rec.session, Status: pipeline.StatusOK, Chunks: d.chunkSlice(), Model: rec.model, Operation: op}
 		if rec.startUnixNs != 0 {
 			t.Start = time.Unix(0, rec.startUnixNs)
 		}
@@ -656,6 +662,8 @@ func (d *NativeReader) fastRecord(line []byte, rec *fields) bool {
 			rec.session, ok = d.str(v, "")
 		case "model":
 			rec.model, ok = d.str(v, "")
+		case "operation":
+			rec.operation, ok = d.str(v, "")
 		case "start_unix_ns":
 			rec.startUnixNs, ok = int64Value(v)
 		case "status":

@@ -136,7 +136,7 @@ func randomVLLM(rng *rand.Rand, n int) ([]byte, []*pipeline.Turn) {
 		// chunks arrive at their exact sums
 		ttftUnits := 1 + rng.Int64N(2e6)
 		ttft := float64(ttftUnits) / 1e7
-		t := &pipeline.Turn{ID: fmt.Sprint(i), Status: pipeline.StatusOK}
+		t := &pipeline.Turn{ID: fmt.Sprint(i), Status: pipeline.StatusOK, Operation: pipeline.OperationTextCompletion} // backend vllm: /v1/completions
 		var gaps []string
 		at := time.Duration(ttftUnits * 100)
 		chunks := []pipeline.Chunk{{At: at, Tokens: 1, Textless: true}}

@@ -43,7 +43,8 @@ type runIndex struct {
 	cols    [colsCount]columnIndex
 	summary ToolSummary
 	n       int
-	model   string // model_id: the model the benchmark asked for
+	model   string             // model_id: the model the benchmark asked for
+	op      pipeline.Operation // what its backend (endpoint_type) asked of the server
 }
 
 // ColumnarReader reads the result files of vLLM's `bench serve
@@ -62,7 +63,9 @@ type runIndex struct {
 // ttft, each next one an ITL later. Failed requests (a non-empty error)
 // are turns with StatusError, keeping whatever chunks they had. output_lens
 // become Turn.OutputTokens (the count the tool divides TPOT by), a run's
-// model_id every turn's Model. The files
+// model_id every turn's Model, and the endpoint its backend (vLLM's
+// endpoint_type, SGLang's backend) sends requests to every turn's
+// Operation. The files
 // keep the generated text only whole, not per chunk: it is cut into
 // words and spread evenly over the chunks in order, so the speech model hears the real words
 // at about the times they came; without text the chunks are text-less
@@ -217,6 +220,13 @@ func (d *ColumnarReader) index() error {
 			if k == "model_id" && c == '"' {
 				var err error
 				ri.model, err = s.str()
+				return err
+			}
+			if (k == "endpoint_type" || k == "backend") && c == '"' {
+				backend, err := s.str()
+				if op := backendOperation(d.tool, backend); op != "" {
+					ri.op = op
+				}
 				return err
 			}
 			if k == "completed" && c != 'n' {
@@ -439,7 +449,7 @@ func (d *ColumnarReader) request() (*pipeline.Turn, error) {
 	if d.multi {
 		id = "run" + strconv.Itoa(d.run+1) + "-" + id
 	}
-	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK, Model: d.runs[d.run].model}
+	t := &pipeline.Turn{ID: id, Status: pipeline.StatusOK, Model: d.runs[d.run].model, Operation: d.runs[d.run].op}
 	if errText != "" {
 		t.Status, t.Error = pipeline.StatusError, errText
 	}
