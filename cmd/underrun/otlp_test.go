@@ -128,60 +128,47 @@ const vllmResult = `{"backend": "openai-chat", "model_id": "example/voice-8b", "
 // TestAnalyzeOTLPCall: a benchmark's result names the model it called:
 // each request is the GenAI client span of that call ("chat MODEL", kind
 // client), its spans laid one after another so that the last ends as the
-// run ends, none in the future.
+// run ends, none in the future. A result whose requests went to
+// /v1/completions (vLLM's endpoint_type openai) gives text_completion
+// spans and GenAI metrics, not chat (issue 49).
 func TestAnalyzeOTLPCall(t *testing.T) {
 	t.Parallel()
-	rcv := otlptest.NewReceiver(t)
-	file := filepath.Join(t.TempDir(), "result.json")
-	if err := os.WriteFile(file, []byte(vllmResult), 0o644); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ result, op string }{
+		{vllmResult, "chat"},
+		{strings.Replace(vllmResult, `"backend": "openai-chat"`, `"endpoint_type": "openai", "backend": "openai"`, 1), "text_completion"},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			t.Parallel()
+			rcv := otlptest.NewReceiver(t)
+			file := filepath.Join(t.TempDir(), "result.json")
+			if err := os.WriteFile(file, []byte(tc.result), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now()
+			code, _, stderr := runUnderrun(t, nil, "analyze", "--otlp", rcv.URL, file)
+			after := time.Now()
+			if code != exitOK && code != exitFail || stderr != "" {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			spans := rcv.Spans()
+			if len(spans) != 3 {
+				t.Fatalf("%d spans, want 3", len(spans))
+			}
+			for _, s := range spans {
+				if want := tc.op + " example/voice-8b"; s.Name() != want || s.Kind() != ptrace.SpanKindClient {
+					t.Errorf("span %q of kind %v, want %q, client", s.Name(), s.Kind(), want)
+				}
+				if m, _ := s.Attributes().Get("gen_ai.request.model"); m.Str() != "example/voice-8b" {
+					t.Errorf("gen_ai.request.model %q", m.Str())
+				}
+				if op, _ := s.Attributes().Get("gen_ai.operation.name"); op.Str() != tc.op {
+					t.Errorf("gen_ai.operation.name %q, want %s", op.Str(), tc.op)
+				}
+			}
+			checkLaidOut(t, spans, before, after)
+			checkOperations(t, rcv, tc.op)
+		})
 	}
-	before := time.Now()
-	code, _, stderr := runUnderrun(t, nil, "analyze", "--otlp", rcv.URL, file)
-	after := time.Now()
-	if code != exitOK && code != exitFail || stderr != "" {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	spans := rcv.Spans()
-	if len(spans) != 3 {
-		t.Fatalf("%d spans, want 3", len(spans))
-	}
-	for _, s := range spans {
-		if s.Name() != "chat example/voice-8b" || s.Kind() != ptrace.SpanKindClient {
-			t.Errorf("span %q of kind %v, want \"chat example/voice-8b\", client", s.Name(), s.Kind())
-		}
-		if m, _ := s.Attributes().Get("gen_ai.request.model"); m.Str() != "example/voice-8b" {
-			t.Errorf("gen_ai.request.model %q", m.Str())
-		}
-	}
-	checkLaidOut(t, spans, before, after)
-}
-
-// TestAnalyzeOTLPOperation (issue 49): a vLLM result whose requests went
-// to /v1/completions (endpoint_type openai) gives text_completion spans
-// ("text_completion MODEL") and GenAI metrics, not chat.
-func TestAnalyzeOTLPOperation(t *testing.T) {
-	t.Parallel()
-	rcv := otlptest.NewReceiver(t)
-	file := filepath.Join(t.TempDir(), "result.json")
-	completions := strings.Replace(vllmResult, `"backend": "openai-chat"`, `"endpoint_type": "openai", "backend": "openai"`, 1)
-	if err := os.WriteFile(file, []byte(completions), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, _, stderr := runUnderrun(t, nil, "analyze", "--otlp", rcv.URL, file)
-	if code != exitOK && code != exitFail || stderr != "" {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	spans := rcv.Spans()
-	if len(spans) != 3 {
-		t.Fatalf("%d spans, want 3", len(spans))
-	}
-	for _, s := range spans {
-		if op, _ := s.Attributes().Get("gen_ai.operation.name"); s.Name() != "text_completion example/voice-8b" || op.Str() != "text_completion" {
-			t.Errorf("span %q, gen_ai.operation.name %q; want \"text_completion example/voice-8b\", text_completion", s.Name(), op.Str())
-		}
-	}
-	checkOperations(t, rcv, "text_completion")
 }
 
 // checkOperations checks that the GenAI duration metric's data points say
