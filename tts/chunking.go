@@ -91,7 +91,8 @@ var ErrPolicy = errors.New("unknown chunking policy")
 
 // PolicyNames lists the policies ParsePolicy accepts, for help texts.
 const PolicyNames = "token, word, sentence (the plain rule: punctuation, white space, then the next word), " +
-	"pipecat (Pipecat >= 0.0.97 sentence aggregation with NLTK Punkt), pipecat-0.0.96 (Pipecat 0.0.77-0.0.96), " +
+	"pipecat (Pipecat >= 1.12 sentence aggregation with sentencex, as in the pinned 1.14.0), " +
+	"pipecat-1.11 (Pipecat 0.0.97-1.11 with NLTK Punkt), pipecat-0.0.96 (Pipecat 0.0.77-0.0.96), " +
 	"livekit (LiveKit >= 1.2 default: blingfire sentences, 20-character minimum, last sentence held), " +
 	"livekit-basic (LiveKit tokenize.basic), elevenlabs (what Pipecat sends ElevenLabs by default: client sentences, auto_mode), " +
 	"elevenlabs-schedule[:120,160,250,290] (ElevenLabs' chunk_length_schedule over words), " +
@@ -117,6 +118,8 @@ func ParsePolicy(s string) (Policy, error) {
 		return PolicyFunc{Label: "sentence", New: func() Chunker { return &sentenceChunker{} }, ByText: true}, nil
 	case "pipecat", "elevenlabs":
 		return PolicyFunc{Label: name, New: func() Chunker { return &pipecatChunker{} }, ByText: true}, nil
+	case "pipecat-1.11":
+		return PolicyFunc{Label: name, New: func() Chunker { return &pipecatPunktChunker{} }, ByText: true}, nil
 	case "pipecat-0.0.96":
 		return PolicyFunc{Label: name, New: func() Chunker { return &pipecat096Chunker{} }, ByText: true}, nil
 	case "livekit":

@@ -39,3 +39,34 @@ func BenchmarkChunker(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPresetHeldText streams turns in which the Pipecat presets hold
+// long text without a sentence end while asking their splitter again and
+// again (an abbreviation every few words, or an opening quotation mark
+// that never closes), the worst case for the splitting window; compare
+// pipecat (sentencex, an 8 KiB window) with pipecat-1.11 (Punkt, 512 bytes).
+func BenchmarkPresetHeldText(b *testing.B) {
+	for _, turn := range []struct{ name, text string }{
+		{"abbreviations", strings.Repeat("see Dr. Lee and ", 1500)},
+		{"open-quotes", strings.Repeat("« a. b ", 3000)},
+	} {
+		toks := tokens.Split(turn.text)
+		for _, name := range []string{"pipecat", "pipecat-1.11"} {
+			b.Run(turn.name+"/"+name, func(b *testing.B) {
+				p, err := ParsePolicy(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := p.NewChunker()
+				for b.Loop() {
+					for i, tok := range toks {
+						c.Append(time.Duration(i)*time.Millisecond, tok)
+					}
+					c.Flush()
+					c.Reset()
+				}
+				b.ReportMetric(float64(len(turn.text))/1024, "KiB/turn")
+			})
+		}
+	}
+}

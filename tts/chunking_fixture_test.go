@@ -17,7 +17,7 @@ import (
 	"github.com/speech-pipeline/underrun/tts"
 )
 
-var update = flag.Bool("update", false, "rewrite the tokens of testdata/chunking/replies.jsonl with tokens.Split")
+var update = flag.Bool("update", false, "rewrite the tokens of testdata/chunking/replies.jsonl and more-replies.jsonl with tokens.Split")
 
 // reply is one assistant reply of the fixture corpus, with the tokens it is
 // streamed in.
@@ -39,8 +39,21 @@ const fixtureDir = "testdata/chunking"
 
 func loadReplies(t testing.TB) []reply {
 	t.Helper()
+	return loadCorpus(t, "replies.jsonl")
+}
+
+// loadMoreReplies loads the replies that hold the Pipecat presets to
+// Pipecat's aggregation on more varied text (testdata/chunking/more-replies.jsonl,
+// written by gen/more_replies.py).
+func loadMoreReplies(t testing.TB) []reply {
+	t.Helper()
+	return loadCorpus(t, "more-replies.jsonl")
+}
+
+func loadCorpus(t testing.TB, name string) []reply {
+	t.Helper()
 	var out []reply
-	readJSONL(t, filepath.Join(fixtureDir, "replies.jsonl"), func(line []byte) error {
+	readJSONL(t, filepath.Join(fixtureDir, name), func(line []byte) error {
 		var r reply
 		err := json.Unmarshal(line, &r)
 		out = append(out, r)
@@ -57,13 +70,13 @@ func loadReplies(t testing.TB) []reply {
 			b.Write(line)
 			b.WriteByte('\n')
 		}
-		if err := os.WriteFile(filepath.Join(fixtureDir, "replies.jsonl"), []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(fixtureDir, name), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, r := range out {
 		if strings.Join(r.Tokens, "") != r.Text {
-			t.Fatalf("reply %s: tokens do not concatenate to its text (run go test -run TestChunkingPresets -update)", r.ID)
+			t.Fatalf("%s: reply %s: tokens do not concatenate to its text (run go test -run TestChunkingPresets -update)", name, r.ID)
 		}
 	}
 	return out
@@ -170,6 +183,7 @@ var presetFixtures = []struct {
 }{
 	{"pipecat", "pipecat", nil},
 	{"elevenlabs", "pipecat", nil},
+	{"pipecat-1.11", "pipecat-1.11", nil},
 	{"pipecat-0.0.96", "pipecat-0.0.96", nil},
 	{"livekit-basic", "livekit-basic", nil},
 	{"livekit", "livekit", nil},
@@ -226,7 +240,7 @@ func TestChunkingPresetsMatchFrameworks(t *testing.T) {
 func TestPresetsInTheEngine(t *testing.T) {
 	t.Parallel()
 	replies := loadReplies(t)
-	for _, name := range []string{"token", "word", "sentence", "pipecat", "pipecat-0.0.96", "livekit", "livekit-basic", "elevenlabs", "elevenlabs-schedule", "cartesia", "timer:20ms"} {
+	for _, name := range []string{"token", "word", "sentence", "pipecat", "pipecat-1.11", "pipecat-0.0.96", "livekit", "livekit-basic", "elevenlabs", "elevenlabs-schedule", "cartesia", "timer:20ms"} {
 		p, err := tts.ParsePolicy(name)
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,8 @@ import (
 // Pipecat's sentence aggregation, reproduced from Pipecat's own code
 // (github.com/pipecat-ai/pipecat, src/pipecat/utils/string.py
 // match_endofsentence and src/pipecat/utils/text/simple_text_aggregator.py
-// SimpleTextAggregator), with NLTK's Punkt as englishPunkt.
+// SimpleTextAggregator): from 1.12.0 on with sentencex (package
+// internal/sentencex), before that with NLTK's Punkt (englishPunkt).
 
 // isPipecatSentenceEnd reports whether r is in Pipecat's
 // SENTENCE_ENDING_PUNCTUATION (the same set from v0.0.77 on).
@@ -57,10 +58,11 @@ func trimPySpace(s []byte) []byte {
 	return s
 }
 
-// matchEndOfSentence is Pipecat's match_endofsentence: the end of the
-// first sentence of text by Punkt, or 0. A text that Punkt keeps whole
-// counts when it ends in sentence punctuation; with lookahead (current
-// Pipecat), otherwise at its first unambiguous non-Latin sentence mark.
+// matchEndOfSentence is Pipecat's match_endofsentence from v0.0.77 to
+// 1.11.x: the end of the first sentence of text by Punkt, or 0. A text that
+// Punkt keeps whole counts when it ends in sentence punctuation; with
+// lookahead (v0.0.97 on), otherwise at its first unambiguous non-Latin
+// sentence mark.
 //
 // Punkt runs on the last splitWindow bytes of text only (see windowStart).
 func matchEndOfSentence(text []byte, lookahead bool) int {
@@ -101,11 +103,14 @@ const splitWindow = 512
 // windowStart returns where in text the splitter's window starts: 0 for
 // text within splitWindow, else the start of the first word that begins
 // in the last splitWindow bytes.
-func windowStart(text []byte) int {
-	if len(text) <= splitWindow {
+func windowStart(text []byte) int { return windowStartAt(text, splitWindow) }
+
+// windowStartAt is windowStart for a window of size bytes.
+func windowStartAt(text []byte, size int) int {
+	if len(text) <= size {
 		return 0
 	}
-	from := len(text) - splitWindow
+	from := len(text) - size
 	i := from
 	for i < len(text) {
 		r, size := utf8.DecodeRune(text[i:])
@@ -128,20 +133,20 @@ func windowStart(text []byte) int {
 	return from
 }
 
-// pipecatChunker is Pipecat's SimpleTextAggregator from v0.0.97 on, in
-// SENTENCE mode: text is taken a character at a time; after sentence
-// punctuation it waits for the next character that is not white space and
-// then asks match_endofsentence about everything it holds, releasing the
-// first sentence if there is one (and only that: the rest waits for the
-// next sentence punctuation). Punkt runs only there.
-type pipecatChunker struct {
+// pipecatPunktChunker is Pipecat's SimpleTextAggregator from v0.0.97 to
+// 1.11.x, in SENTENCE mode: text is taken a character at a time; after
+// sentence punctuation it waits for the next character that is not white
+// space and then asks match_endofsentence about everything it holds,
+// releasing the first sentence if there is one (and only that: the rest
+// waits for the next sentence punctuation). Punkt runs only there.
+type pipecatPunktChunker struct {
 	buf       []byte // text held since the last release
 	start     int    // offset of buf[0]
 	scan      int    // bytes of buf taken character by character so far
 	lookahead bool   // sentence punctuation seen, waiting for a non-space
 }
 
-func (c *pipecatChunker) Append(_ time.Duration, text string) int {
+func (c *pipecatPunktChunker) Append(_ time.Duration, text string) int {
 	c.buf = append(c.buf, text...)
 	// a character cut between two tokens is taken when it is whole
 	for c.scan < len(c.buf) && utf8.FullRune(c.buf[c.scan:]) {
@@ -151,7 +156,7 @@ func (c *pipecatChunker) Append(_ time.Duration, text string) int {
 			if !isPySpace(r) {
 				c.lookahead = false
 				if end := matchEndOfSentence(c.buf[:c.scan], true); end > 0 {
-					c.cut(end)
+					c.start, c.scan = cutHeld(&c.buf, c.start, c.scan, end)
 				}
 			}
 			continue
@@ -161,17 +166,126 @@ func (c *pipecatChunker) Append(_ time.Duration, text string) int {
 	return c.start
 }
 
-// cut releases the first end bytes held.
-func (c *pipecatChunker) cut(end int) {
-	c.start += end
-	c.buf = c.buf[:copy(c.buf, c.buf[end:])]
-	c.scan = max(0, c.scan-end)
+// cutHeld releases the first end bytes of the text held in *buf (from
+// offset start, taken character by character up to scan) and returns the
+// new start and scan.
+func cutHeld(buf *[]byte, start, scan, end int) (int, int) {
+	*buf = (*buf)[:copy(*buf, (*buf)[end:])]
+	return start + end, max(0, scan-end)
+}
+
+func (c *pipecatPunktChunker) Deadline() (time.Duration, bool) { return 0, false }
+func (c *pipecatPunktChunker) Expire(time.Duration) int        { return c.start }
+func (c *pipecatPunktChunker) Flush() int {
+	c.start, c.scan = cutHeld(&c.buf, c.start, c.scan, len(c.buf))
+	return c.start
+}
+func (c *pipecatPunktChunker) Reset() { *c = pipecatPunktChunker{buf: c.buf[:0]} }
+
+// lookahead is where Pipecat's aggregator (1.12 on) stands after sentence
+// punctuation.
+type lookahead uint8
+
+const (
+	lookIdle      lookahead = iota // no sentence end pending
+	lookFirstChar                  // punctuation seen, waiting for a character that is not white space
+	lookWordStart                  // asked at a quotation mark or symbol; waiting for the word to begin
+	lookInWord                     // asked at the first character of a word, or waiting for it to end
+)
+
+// pipecatChunker is Pipecat's SimpleTextAggregator from 1.12.0 on (the
+// pinned pipecat-ai 1.14.0), in SENTENCE mode: text is taken a character
+// at a time; after sentence punctuation the first character that is not
+// white space or punctuation asks match_endofsentence about everything
+// held ("Hello. N" releases "Hello."), and, where that finds no end, the
+// end of the word that follows asks again once ("Albert I. Douglas" is
+// decided with "Douglas" whole); a sentence mark that ends that word asks
+// about the text before it. Only the first sentence is released; the rest
+// waits.
+type pipecatChunker struct {
+	buf   []byte
+	start int
+	scan  int
+	state lookahead
+	mark  int // end of the first unambiguous non-Latin sentence mark in buf[:scan], 0 if none
+	// window is the text sentencex is run on at most (0:
+	// sentencexWindow; the tests set it wider)
+	window int
+}
+
+func (c *pipecatChunker) Append(_ time.Duration, text string) int {
+	c.buf = append(c.buf, text...)
+	for c.scan < len(c.buf) && utf8.FullRune(c.buf[c.scan:]) {
+		r, size := utf8.DecodeRune(c.buf[c.scan:])
+		c.scan += size
+		punct := isPipecatSentenceEnd(r)
+		if c.mark == 0 && isPipecatUnambiguous(r) {
+			c.mark = c.scan
+		}
+		ask := false
+		switch c.state {
+		case lookFirstChar:
+			if !isPySpace(r) && !punct {
+				ask = true
+				c.state = lookWordStart
+				if isPyAlnum(r) {
+					c.state = lookInWord
+				}
+			}
+		case lookWordStart:
+			if isPyAlnum(r) {
+				c.state = lookInWord
+			}
+		case lookInWord:
+			if isPySpace(r) || punct {
+				ask = true
+				c.state = lookIdle
+			}
+		}
+		if ask {
+			held, mark := c.buf[:c.scan], c.mark
+			if punct { // "...I. Did?": the earlier period, without the "?"
+				held = c.buf[:c.scan-size]
+				if mark > len(held) {
+					mark = 0
+				}
+			}
+			if end := sentencexEnd(held, mark, c.window); end > 0 {
+				c.start, c.scan = cutHeld(&c.buf, c.start, c.scan, end)
+				c.state = lookIdle
+				c.mark = firstMarkEnd(c.buf[:c.scan])
+			}
+		}
+		if punct {
+			c.state = lookFirstChar
+		}
+	}
+	return c.start
 }
 
 func (c *pipecatChunker) Deadline() (time.Duration, bool) { return 0, false }
 func (c *pipecatChunker) Expire(time.Duration) int        { return c.start }
-func (c *pipecatChunker) Flush() int                      { c.cut(len(c.buf)); return c.start }
-func (c *pipecatChunker) Reset()                          { *c = pipecatChunker{buf: c.buf[:0]} }
+func (c *pipecatChunker) Flush() int {
+	c.start, c.scan = cutHeld(&c.buf, c.start, c.scan, len(c.buf))
+	c.mark = 0
+	return c.start
+}
+
+// firstMarkEnd returns the end of the first unambiguous non-Latin sentence
+// mark in text, or 0.
+func firstMarkEnd(text []byte) int {
+	for i, r := range string(text) {
+		if isPipecatUnambiguous(r) {
+			return i + utf8.RuneLen(r)
+		}
+	}
+	return 0
+}
+func (c *pipecatChunker) Reset() { *c = pipecatChunker{buf: c.buf[:0], window: c.window} }
+
+// isPyAlnum is Python's str.isalnum for one character: a letter or a
+// number.
+func isPyAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
 
 // pipecat096Chunker is Pipecat's SimpleTextAggregator from v0.0.77 to
 // v0.0.96: after each streamed chunk it asks match_endofsentence about

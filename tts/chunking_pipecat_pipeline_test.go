@@ -7,12 +7,12 @@ import (
 	"github.com/speech-pipeline/underrun/tts"
 )
 
-// pipecatPipelineDiffers names the replies where a real pipecat-ai 1.14.0
-// pipeline releases text otherwise than the pipecat preset (which mirrors
-// Pipecat's main of 2026-08-21, NLTK Punkt's sentences), each with its
-// class.
-var pipecatPipelineDiffers = map[string]string{
-	// Pipecat 1.14 asks sentencex (utils/string.py match_endofsentence), not
+// punktEraDiffers names the replies where a real pipecat-ai 1.14.0
+// pipeline releases text otherwise than the pipecat-1.11 preset (Pipecat
+// 0.0.97 to 1.11.x, NLTK Punkt's sentences), each with its class: what
+// changed in 1.12.0.
+var punktEraDiffers = map[string]string{
+	// Pipecat 1.12 asks sentencex (utils/string.py match_endofsentence), not
 	// Punkt, whether a sentence ended: abbreviations (etc., p.m., Ph.D., e.g.),
 	// ellipses, initials, quotes and list numbers split otherwise
 	"dr-appointment": "sentencex", "quote-closing": "sentencex", "ellipsis-dots": "sentencex", "abbrev-etc": "sentencex",
@@ -23,22 +23,26 @@ var pipecatPipelineDiffers = map[string]string{
 	"f-ellipsis-lower": "sentencex", "f-abbr-co": "sentencex", "f-us-states": "sentencex", "f-initial-name": "sentencex",
 	"f-time-pm": "sentencex",
 	// the same sentences, one released a chunk later: when the check at the
-	// first character after the punctuation finds no end, 1.14 checks again
+	// first character after the punctuation finds no end, 1.12 checks again
 	// where that word ends (simple_text_aggregator.py _advance_lookahead)
 	"short-sentences": "word-end-retry",
 }
 
-// TestPresetsAgainstPipecatPipeline holds the pipecat preset to the
+// TestPresetsAgainstPipecatPipeline holds the Pipecat presets to the
 // release points recorded from a real pipecat-ai 1.14.0 pipeline
 // (testdata/chunking/expect/pipecat-pipeline.jsonl, written by
 // cmd/underrun's TestPipecatReleasePoints: OpenAILLMService streaming each
 // reply token by token, OpenAITTSService's own sentence aggregation): the
-// preset releases alike, in text and in the chunk that released it, except
-// on the replies of pipecatPipelineDiffers.
+// pipecat preset releases every reply alike, in text and in the chunk that
+// released it; pipecat-1.11 (the Punkt era) differs exactly on the replies
+// of punktEraDiffers.
 func TestPresetsAgainstPipecatPipeline(t *testing.T) {
 	t.Parallel()
-	agree, classes := againstRecording(t, "pipecat", "pipecat-pipeline", "Pipecat 1.14.0", pipecatPipelineDiffers)
+	agree, classes := againstRecording(t, "pipecat", "pipecat-pipeline", "Pipecat 1.14.0", map[string]string{})
 	t.Logf("pipecat against a pipecat-ai 1.14.0 pipeline: %d of %d replies released exactly alike; the others by class %v",
+		agree, len(loadReplies(t)), classes)
+	agree, classes = againstRecording(t, "pipecat-1.11", "pipecat-pipeline", "Pipecat 1.14.0", punktEraDiffers)
+	t.Logf("pipecat-1.11 against a pipecat-ai 1.14.0 pipeline: %d of %d replies released exactly alike; the others by class %v",
 		agree, len(loadReplies(t)), classes)
 }
 

@@ -4,15 +4,17 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // presetNames are every policy ParsePolicy knows, with parameters where
 // they take them.
 var presetNames = []string{
-	"token", "word", "sentence", "pipecat", "pipecat-0.0.96", "livekit", "livekit-basic",
+	"token", "word", "sentence", "pipecat", "pipecat-1.11", "pipecat-0.0.96", "livekit", "livekit-basic",
 	"elevenlabs", "elevenlabs-schedule", "elevenlabs-schedule:50,80", "cartesia", "cartesia:40ms", "timer:25ms",
 }
 
@@ -143,6 +145,7 @@ func FuzzChunkerToken(f *testing.F)              { fuzzPreset(f, "token") }
 func FuzzChunkerWord(f *testing.F)               { fuzzPreset(f, "word") }
 func FuzzChunkerSentence(f *testing.F)           { fuzzPreset(f, "sentence") }
 func FuzzChunkerPipecat(f *testing.F)            { fuzzPreset(f, "pipecat") }
+func FuzzChunkerPipecat111(f *testing.F)         { fuzzPreset(f, "pipecat-1.11") }
 func FuzzChunkerPipecat096(f *testing.F)         { fuzzPreset(f, "pipecat-0.0.96") }
 func FuzzChunkerLiveKit(f *testing.F)            { fuzzPreset(f, "livekit") }
 func FuzzChunkerLiveKitBasic(f *testing.F)       { fuzzPreset(f, "livekit-basic") }
@@ -204,7 +207,18 @@ func FuzzSplittingShortcut(f *testing.F) {
 // fixtureTexts returns the texts of testdata/chunking/replies.jsonl.
 func fixtureTexts(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/chunking/replies.jsonl")
+	return corpusTexts(t, "testdata/chunking/replies.jsonl")
+}
+
+// moreFixtureTexts returns the texts of testdata/chunking/more-replies.jsonl.
+func moreFixtureTexts(t *testing.T) []string {
+	t.Helper()
+	return corpusTexts(t, "testdata/chunking/more-replies.jsonl")
+}
+
+func corpusTexts(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,4 +233,99 @@ func fixtureTexts(t *testing.T) []string {
 		out = append(out, r.Text)
 	}
 	return out
+}
+
+// TestPipecatIgnoresTokenCuts: Pipecat's aggregator (1.12 on) takes text
+// a character at a time, so what it has released after any part of a turn
+// depends on the whole characters of that part only, not on how they came
+// in tokens. The property texts and fixture replies, streamed a character
+// at a time, give the release after each character; cut at random into
+// tokens (cut characters included), each Append returns the release after
+// the last whole character it completed.
+func TestPipecatIgnoresTokenCuts(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	texts := append(append(append([]string{}, propertyTexts...), fixtureTexts(t)...), moreFixtureTexts(t)...)
+	for _, text := range texts {
+		// after[k]: the release once the bytes text[:k] are in, at each
+		// character end k
+		after := make([]int, len(text)+1)
+		c := &pipecatChunker{}
+		last := 0
+		for i := 0; i < len(text); {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			for k := i; k < i+size; k++ {
+				after[k] = last
+			}
+			last = c.Append(0, text[i:i+size])
+			i += size
+			after[i] = last
+		}
+		for range 3 {
+			tokens, _ := randomTokens(r, text)
+			c := &pipecatChunker{}
+			end := 0
+			for i, tok := range tokens {
+				end += len(tok)
+				if got := c.Append(0, tok); got != after[end] {
+					t.Fatalf("%q: token %d (%q, to byte %d) released to %d, a character at a time to %d (tokens %q)", text, i, tok, end, got, after[end], tokens)
+				}
+			}
+		}
+	}
+}
+
+// TestSentencexWindow: sentencex runs on the last sentencexWindow bytes of
+// what the aggregator holds, where Pipecat gives it all. Turns that hold
+// long text with no sentence end (the fixture replies run together, each
+// sentence start put in lower case so that sentencex goes on) are streamed
+// with a narrow window of 1 KiB and with one of 10 KiB, wider than any text
+// held: the chunks are alike, except where the whole text holds a list
+// item: sentencex makes every line that starts with a marker of a
+// paragraph's list (• - 1. a) ...) an item that runs to the next one or to
+// the paragraph's end, with no sentence end inside, so the whole paragraph
+// after a last item is held, and a window that no longer sees the marker
+// ends sentences there.
+func TestSentencexWindow(t *testing.T) {
+	t.Parallel()
+	texts := append(fixtureTexts(t), moreFixtureTexts(t)...)
+	r := rand.New(rand.NewPCG(7, 8))
+	lower := regexp.MustCompile(`([.!?]["”’']?\s+)([A-Z])`)
+	listLine := regexp.MustCompile(`\n[ \t]*([•◦▪■●○★➤▶►*+-]|\d+[.)]|[a-zA-Z][.)]|[ivx]+[.)]|\(\w+\))[ \t]`)
+	const narrow = 1024
+	long, same, lists := 0, 0, 0
+	for trial := range 60 {
+		var b strings.Builder
+		for b.Len() < 6*narrow+trial*97 {
+			b.WriteString(texts[r.IntN(len(texts))] + " ")
+		}
+		text := lower.ReplaceAllStringFunc(b.String(), strings.ToLower)
+		tokens, at := randomTokens(r, text)
+		windowed := checkChunker(t, "pipecat", &pipecatChunker{window: narrow}, tokens, at)
+		whole := checkChunker(t, "pipecat", &pipecatChunker{window: 10 * 1024}, tokens, at)
+		for _, c := range whole {
+			if len(c) > narrow {
+				long++
+			}
+		}
+		if strings.Join(windowed, "|") == strings.Join(whole, "|") {
+			same++
+			continue
+		}
+		for i := range min(len(windowed), len(whole)) {
+			if windowed[i] == whole[i] {
+				continue
+			}
+			if listLine.MatchString("\n" + whole[i]) {
+				lists++
+			} else {
+				t.Errorf("trial %d: chunk %d (%d bytes) windowed %q, whole %q", trial, i, len(whole[i]), windowed[i], whole[i])
+			}
+			break
+		}
+	}
+	t.Logf("%d of 60 turns alike, %d differ after a list item; %d chunks longer than the window", same, lists, long)
+	if long == 0 {
+		t.Error("no chunk held longer than the window: the test tries nothing")
+	}
 }

@@ -328,7 +328,7 @@ def main():
     check_livekit_tests(args.livekit, lk_basic, lk_bf)
 
     presets = {
-        "pipecat": lambda t: asyncio.run(run_pipecat_current(current, t)),
+        "pipecat-1.11": lambda t: asyncio.run(run_pipecat_current(current, t)),
         "pipecat-0.0.96": lambda t: asyncio.run(run_pipecat_0096(old, t)),
         "livekit": lambda t: run_livekit_stream(lk_bf.SentenceTokenizer().stream(), t),
         "livekit-basic": lambda t: run_livekit_stream(lk_basic.SentenceTokenizer().stream(), t),
