@@ -96,8 +96,16 @@ func (p *Playout) gapBefore(i int, at, d time.Duration) (Underrun, uint8) {
 		if p.readyIf(i, p.at[first]) <= at {
 			kind = gapPartial
 		}
+		// the late token: the longest wait for the chunk's text, or for
+		// the token whose arrival released it, after its text (a
+		// sentence end waits for the next word: a stall right after a
+		// sentence end holds the finished sentence back)
+		last := c.Last
+		if !c.Timer && c.Trigger > last && c.Trigger < len(p.at) {
+			last = c.Trigger
+		}
 		j := c.Last
-		for k := prev.Last + 1; k <= c.Last; k++ {
+		for k := prev.Last + 1; k <= last; k++ {
 			if p.itl(k) > p.itl(j) {
 				j = k
 			}

@@ -109,16 +109,18 @@ func TestPipecatThroughMonitor(t *testing.T) {
 		trace          bool // a trace file, not a scenario
 		args           []string
 		minGaps        int
+		cause          string // of the gap the stall or tool makes
 	}{
 		// the first stall falls while the aggregation holds the first
 		// sentence (a later first audio, no gap), the second mid-sentence
-		{name: "mid-sentence", scenario: "testdata/speak/stalls.yaml", minGaps: 1},
+		{name: "mid-sentence", scenario: "testdata/speak/stalls.yaml", minGaps: 1, cause: "stall"},
 		// a 2 s stall on the word after "floor.": Pipecat holds the
-		// finished sentence until the next word comes
-		{name: "after-sentence-end", scenario: "testdata/pipecat/sentence-end.yaml", minGaps: 1},
+		// finished sentence until the next word comes, so the gap is
+		// the stall's
+		{name: "after-sentence-end", scenario: "testdata/pipecat/sentence-end.yaml", minGaps: 1, cause: "stall"},
 		// "Sure, let me check.", get_weather (2 s), "It is sunny."
 		{name: "tool-call", scenario: "../../pipeline/trace/testdata/native/tool-call.jsonl", trace: true,
-			args: []string{"--tool", "get_weather", "--tool-ms", "2000"}, minGaps: 1},
+			args: []string{"--tool", "get_weather", "--tool-ms", "2000"}, minGaps: 1, cause: "tool_call"},
 	} {
 		// one after another: the listener's stamps are only as good as the
 		// machine is idle
@@ -151,6 +153,16 @@ func TestPipecatThroughMonitor(t *testing.T) {
 				checkPipecatHeard(t, h, ev)
 				if len(h.Gaps) < c.minGaps {
 					t.Errorf("turn %s: %d gaps heard, want %d at least", h.Turn, len(h.Gaps), c.minGaps)
+				}
+				// the longest predicted gap is the stall's or the tool's
+				var longest gapJSON
+				for _, g := range ev.Predicted {
+					if g.DurationMs > longest.DurationMs {
+						longest = g
+					}
+				}
+				if longest.Cause != c.cause {
+					t.Errorf("turn %s: the %.1f ms gap at %.1f ms has the cause %q, want %q", h.Turn, longest.DurationMs, longest.AtMs, longest.Cause, c.cause)
 				}
 			}
 			if c.trace {
