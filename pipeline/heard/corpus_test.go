@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -27,44 +28,50 @@ import (
 // The evaluation corpus (package corpus) is set by environment variables,
 // so that the same test is CI's quick check and the full evaluation:
 //
-//	UNDERRUN_HEARD_CORPUS  ci (the default: 1 recording a voice), full (8
-//	                       recordings a voice), or a number a voice
-//	UNDERRUN_HEARD_PART    tune (the default), held-out, or all
-//	UNDERRUN_HEARD_SEED    the seed (default 1)
-//	UNDERRUN_HEARD_KEEP    a directory to keep every file, trace and truth in
+//	UNDERRUN_HEARD_CORPUS     ci (the default: 1 recording a voice, and 1
+//	                          of the held-out kinds), full (8 a voice, and
+//	                          4: one of each kind), or a number a voice (and
+//	                          half as many of the kinds)
+//	UNDERRUN_HEARD_PART       tune (the default), held-out, or all
+//	UNDERRUN_HEARD_CONDITION  a regular expression: only the conditions
+//	                          whose name it matches
+//	UNDERRUN_HEARD_SEED       the seed (default 1)
+//	UNDERRUN_HEARD_KEEP       a directory to keep every file, trace and
+//	                          truth in
 //
 // The detector is tuned on the tune part only; the held-out part is for
 // reports. -short makes one recording of one voice a part.
 const (
-	envCorpus = "UNDERRUN_HEARD_CORPUS"
-	envPart   = "UNDERRUN_HEARD_PART"
-	envSeed   = "UNDERRUN_HEARD_SEED"
-	envKeep   = "UNDERRUN_HEARD_KEEP"
+	envCorpus    = "UNDERRUN_HEARD_CORPUS"
+	envPart      = "UNDERRUN_HEARD_PART"
+	envCondition = "UNDERRUN_HEARD_CONDITION"
+	envSeed      = "UNDERRUN_HEARD_SEED"
+	envKeep      = "UNDERRUN_HEARD_KEEP"
 )
 
 // corpusSetup is the corpus the environment asks for.
 type corpusSetup struct {
-	perVoice int
-	parts    []corpus.Part
-	seed     uint64
-	keep     string
-	voices   []corpus.Voice
-	conds    []corpus.Condition
+	perVoice, extra int
+	parts           []corpus.Part
+	seed            uint64
+	keep            string
+	voices          []corpus.Voice
+	conds           []corpus.Condition
 }
 
 func newCorpusSetup(t *testing.T) corpusSetup {
 	t.Helper()
-	s := corpusSetup{perVoice: 1, seed: 1, keep: os.Getenv(envKeep), parts: []corpus.Part{corpus.Tune}}
+	s := corpusSetup{perVoice: 1, extra: 1, seed: 1, keep: os.Getenv(envKeep), parts: []corpus.Part{corpus.Tune}}
 	switch v := os.Getenv(envCorpus); v {
 	case "", "ci":
 	case "full":
-		s.perVoice = 8
+		s.perVoice, s.extra = 8, len(corpus.Kinds)
 	default:
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			t.Fatalf("%s=%q: want ci, full or a number of recordings a voice", envCorpus, v)
 		}
-		s.perVoice = n
+		s.perVoice, s.extra = n, max(1, n/2)
 	}
 	switch v := os.Getenv(envPart); v {
 	case "", "tune":
@@ -102,19 +109,32 @@ func newCorpusSetup(t *testing.T) corpusSetup {
 		}
 		s.voices = vs
 	}
+	if !inPart(corpus.HeldOut) {
+		s.extra = 0 // the kinds are all held out
+	}
+	var only *regexp.Regexp
+	if v := os.Getenv(envCondition); v != "" {
+		var err error
+		if only, err = regexp.Compile(v); err != nil {
+			t.Fatalf("%s=%q: %v", envCondition, v, err)
+		}
+	}
 	for _, c := range corpus.Conditions {
 		// held-out voices are heard in the tuning conditions too
-		if c.Part == corpus.Tune || inPart(corpus.HeldOut) {
+		if (c.Part == corpus.Tune || inPart(corpus.HeldOut)) && (only == nil || only.MatchString(c.Name)) {
 			s.conds = append(s.conds, c)
 		}
+	}
+	if len(s.conds) == 0 {
+		t.Fatalf("%s=%q matches no condition of the part", envCondition, os.Getenv(envCondition))
 	}
 	return s
 }
 
-// part is the part a recording of voice v in condition c is in: held out
-// when either is.
-func part(v corpus.Voice, c corpus.Condition) corpus.Part {
-	if v.Part == corpus.HeldOut || c.Part == corpus.HeldOut {
+// part is the part recording r in condition c is in: held out when either
+// is.
+func part(r *corpus.Recording, c corpus.Condition) corpus.Part {
+	if r.Part == corpus.HeldOut || c.Part == corpus.HeldOut {
 		return corpus.HeldOut
 	}
 	return corpus.Tune
@@ -132,7 +152,7 @@ type evalCase struct {
 // spoken and logging the voices that cannot.
 func buildCorpus(t *testing.T, s corpusSetup) *corpus.Corpus {
 	t.Helper()
-	c, err := corpus.Build(context.Background(), corpus.Options{Seed: s.seed, PerVoice: s.perVoice, Voices: s.voices, Dir: t.TempDir()})
+	c, err := corpus.Build(context.Background(), corpus.Options{Seed: s.seed, PerVoice: s.perVoice, Extra: s.extra, Voices: s.voices, Dir: t.TempDir()})
 	if errors.Is(err, corpus.ErrMissing) {
 		t.Skip("no speech engine of the corpus is installed:", err)
 	}
@@ -145,6 +165,9 @@ func buildCorpus(t *testing.T, s corpusSetup) *corpus.Corpus {
 	return c
 }
 
+// babbleVoices is the most voices babble is made of.
+const babbleVoices = 8
+
 // eachCase calls f with every recording of c in every condition of s that
 // is in one of s's parts, several at once; a condition whose program is
 // missing is left out, said once.
@@ -154,14 +177,27 @@ func eachCase(t *testing.T, s corpusSetup, c *corpus.Corpus, f func(evalCase)) {
 	said := map[string]bool{}
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	// babble is made of each voice's first recording
+	var firsts []*corpus.Recording
+	for _, r := range c.Recordings {
+		if !slices.ContainsFunc(firsts, func(f *corpus.Recording) bool { return f.Voice == r.Voice }) {
+			firsts = append(firsts, r)
+		}
+	}
 	for i, r := range c.Recordings {
 		// the second speaker is the next recording of another voice
 		other := c.Recordings[(i+1)%len(c.Recordings)]
 		for k := 1; k < len(c.Recordings) && other.Voice == r.Voice; k++ {
 			other = c.Recordings[(i+k)%len(c.Recordings)]
 		}
+		var babble []tts.Audio
+		for _, f := range firsts {
+			if f.Voice != r.Voice && len(babble) < babbleVoices {
+				babble = append(babble, f.Audio)
+			}
+		}
 		for ci, cond := range s.conds {
-			if !slices.Contains(s.parts, part(r.Voice, cond)) {
+			if !slices.Contains(s.parts, part(r, cond)) {
 				continue
 			}
 			wg.Add(1)
@@ -175,7 +211,7 @@ func eachCase(t *testing.T, s corpusSetup, c *corpus.Corpus, f func(evalCase)) {
 					return
 				}
 				defer os.RemoveAll(dir)
-				in := corpus.Input{Recording: r, Other: other.Audio, Seed: s.seed*7919 + uint64(i)*101 + uint64(ci), Dir: dir}
+				in := corpus.Input{Recording: r, Other: other.Audio, Babble: babble, Seed: s.seed*7919 + uint64(i)*101 + uint64(ci), Dir: dir}
 				file, err := cond.Make(context.Background(), in)
 				if errors.Is(err, corpus.ErrMissing) {
 					mu.Lock()
@@ -237,7 +273,7 @@ func heardFile(r *corpus.Recording, a tts.Audio, f *corpus.File, withTrace bool)
 	var turns []*pipeline.Turn
 	cfg := pipeline.DefaultConfig()
 	if withTrace {
-		turns, cfg = []*pipeline.Turn{r.Turn}, engineConfig(r)
+		turns, cfg = r.Turns, engineConfig(r)
 	}
 	var res *heard.Result
 	var err error
@@ -267,8 +303,8 @@ type tally struct {
 }
 
 type tallyKey struct {
-	voice, cond string
-	part        corpus.Part
+	voice, cond, kind string
+	part              corpus.Part
 	// mode names the detector and whether it had the trace
 	mode string
 }
@@ -352,6 +388,7 @@ func logTables(t *testing.T, title string, s corpusSetup, ta *tally, modes []str
 	for _, v := range corpus.Voices {
 		voices = append(voices, v.Label())
 	}
+	kinds := append([]string{corpus.OneTurn}, corpus.Kinds...)
 	for _, c := range corpus.Conditions {
 		conds = append(conds, c.Name)
 	}
@@ -366,6 +403,7 @@ func logTables(t *testing.T, title string, s corpusSetup, ta *tally, modes []str
 			}{
 				{"voice", func(k tallyKey) string { return k.voice }, voices},
 				{"condition", func(k tallyKey) string { return k.cond }, conds},
+				{"kind", func(k tallyKey) string { return k.kind }, kinds},
 			} {
 				sums, names := ta.sum(inPart, view.by)
 				t.Logf("")
@@ -422,22 +460,25 @@ func keepCase(t *testing.T, dir string, r *corpus.Recording, cond corpus.Conditi
 	}
 	var b bytes.Buffer
 	w := trace.NewWriter(&b, "heard-corpus")
-	if err := w.BeginTurn(r.Turn); err != nil {
-		t.Error(err)
-	}
-	for _, c := range r.Turn.Chunks {
-		if err := w.WriteChunk(r.Turn.ID, c); err != nil {
+	for _, turn := range r.Turns {
+		if err := w.BeginTurn(turn); err != nil {
 			t.Error(err)
 		}
-	}
-	if err := w.EndTurn(r.Turn); err != nil {
-		t.Error(err)
+		for _, c := range turn.Chunks {
+			if err := w.WriteChunk(turn.ID, c); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := w.EndTurn(turn); err != nil {
+			t.Error(err)
+		}
 	}
 	truth, _ := json.MarshalIndent(struct {
 		Spec  corpus.Spec
 		Gaps  []corpus.Gap
 		Plays []corpus.Play
-	}{r.Spec, r.Gaps, r.Plays}, "", "  ")
+		Cut   int `json:",omitempty"`
+	}{r.Spec, r.Gaps, r.Plays, r.Cut}, "", "  ")
 	for name, data := range map[string][]byte{r.Name + ".trace.jsonl": b.Bytes(), r.Name + ".truth.json": truth} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Error(err)
@@ -469,7 +510,7 @@ func TestHeardCorpus(t *testing.T) {
 				t.Errorf("%s, %s (trace %v): %v", ec.rec.Name, ec.cond.Name, withTrace, err)
 				continue
 			}
-			ta.add(tallyKey{voice: ec.rec.Voice.Label(), cond: ec.cond.Name, part: part(ec.rec.Voice, ec.cond), mode: heardMode(withTrace)}, corpus.Match(ec.rec.Gaps, found))
+			ta.add(tallyKey{voice: ec.rec.Voice.Label(), cond: ec.cond.Name, kind: ec.rec.Kind, part: part(ec.rec, ec.cond), mode: heardMode(withTrace)}, corpus.Match(ec.rec.Gaps, found))
 		}
 		n.Store(ec.rec.Name+"|"+ec.cond.Name, true)
 	})

@@ -169,7 +169,7 @@ func TestSileroCorpus(t *testing.T) {
 					t.Errorf("%s, %s: %v", it.rec.Name, it.cond.Name, err)
 					continue
 				}
-				ta.add(tallyKey{voice: it.rec.Voice.Label(), cond: it.cond.Name, part: part(it.rec.Voice, it.cond), mode: mode}, corpus.Match(it.rec.Gaps, found))
+				ta.add(tallyKey{voice: it.rec.Voice.Label(), cond: it.cond.Name, kind: it.rec.Kind, part: part(it.rec, it.cond), mode: mode}, corpus.Match(it.rec.Gaps, found))
 			}
 		}
 	}

@@ -7,10 +7,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/speech-pipeline/underrun/pipeline"
 	"github.com/speech-pipeline/underrun/pipeline/testkit"
 	"github.com/speech-pipeline/underrun/pipeline/tokens"
 	"github.com/speech-pipeline/underrun/tts"
@@ -185,46 +187,113 @@ func espeakVoices(t *testing.T) []Voice {
 }
 
 // The truth is the recording: every gap is digital silence between two
-// chunks' audio, each chunk plays no earlier than it was ready and after
-// the one before, the stalls asked for are made where the text has room,
-// each of the length drawn, and the trace's text is the answer's.
+// chunks' audio of one turn, each chunk plays no earlier than it was
+// ready and after the one before, the stalls asked for are made where the
+// text has room, each of the length drawn, and the trace's text is the
+// answer's. A recording of several turns has each turn's request after
+// the turn before played out and the user spoke, its trace placed there;
+// a barge-in cuts its turn inside a chunk, with the trace of what had
+// streamed by then and nothing after it until the next turn.
 func TestBuildTruth(t *testing.T) {
 	t.Parallel()
 	n := 6
 	if testkit.Race {
 		n = 2 // minutes under the race detector
 	}
-	c, err := Build(context.Background(), Options{Seed: 3, PerVoice: n, Voices: espeakVoices(t), Dir: t.TempDir()})
+	c, err := Build(context.Background(), Options{Seed: 3, PerVoice: n, Extra: len(Kinds), Voices: espeakVoices(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stalls := 0
 	places := map[string]int{}
+	kinds := map[string]int{}
 	for _, r := range c.Recordings {
+		kinds[r.Kind]++
+		want := Tune
+		if r.Kind != OneTurn || r.Voice.Part == HeldOut {
+			want = HeldOut
+		}
+		if r.Part != want {
+			t.Errorf("%s (%s, %s voice) in the %s part, want %s", r.Name, r.Kind, r.Voice.Part, r.Part, want)
+		}
+		if rate, ok := ExtraRates[r.Kind]; ok && r.Rate != rate {
+			t.Errorf("%s (%s) at rate %v", r.Name, r.Kind, r.Rate)
+		}
 		for _, g := range r.Gaps {
 			places[fmt.Sprintf("%s stall=%v", g.Place, g.Stall)]++
 		}
-		var text strings.Builder
-		for _, ch := range r.Turn.Chunks {
-			text.WriteString(ch.Text)
-		}
-		if text.String() != r.Text {
-			t.Errorf("%s: the trace says %q, want %q", r.Name, text.String(), r.Text)
-		}
-		if err := r.Turn.Validate(); err != nil {
-			t.Errorf("%s: %v", r.Name, err)
+		answers := append([]string{r.Text}, r.More...)
+		if len(r.Turns) != len(answers) {
+			t.Fatalf("%s: %d turns in the trace, %d answers", r.Name, len(r.Turns), len(answers))
 		}
 		rate := float64(r.Audio.Rate)
-		for i, p := range r.Plays {
-			if float64(p.Start) < math.Round(p.Ready.Seconds()*rate) || i > 0 && p.Start < r.Plays[i-1].End {
-				t.Errorf("%s: chunk %d plays at sample %d, ready %v, the one before ends at %d", r.Name, i, p.Start, p.Ready, r.Plays[max(0, i-1)].End)
+		sample := func(d time.Duration) int { return int(math.Round(d.Seconds() * rate)) }
+		for k, turn := range r.Turns {
+			var text strings.Builder
+			for _, ch := range turn.Chunks {
+				text.WriteString(ch.Text)
 			}
+			cut := k == r.BargeIn-1 && r.Cut > 0
+			switch {
+			case !cut && text.String() != answers[k]:
+				t.Errorf("%s turn %d: the trace says %q, want %q", r.Name, k+1, text.String(), answers[k])
+			case cut && !strings.HasPrefix(answers[k], text.String()):
+				t.Errorf("%s turn %d, cut: the trace says %q, not a start of %q", r.Name, k+1, text.String(), answers[k])
+			case cut && (turn.Status == pipeline.StatusCancelled) == (text.String() == answers[k]):
+				t.Errorf("%s turn %d, cut: status %s with %d of %d bytes streamed", r.Name, k+1, turn.Status, text.Len(), len(answers[k]))
+			}
+			if err := turn.Validate(); err != nil {
+				t.Errorf("%s: %v", r.Name, err)
+			}
+			base := sample(turn.Start.Sub(r.Turns[0].Start))
+			var plays []Play
+			for _, p := range r.Plays {
+				if p.Turn == k {
+					plays = append(plays, p)
+				}
+			}
+			if len(plays) == 0 {
+				t.Fatalf("%s turn %d: nothing played", r.Name, k+1)
+			}
+			if k > 0 {
+				// the user's turn between
+				prev := r.Plays[slices.IndexFunc(r.Plays, func(p Play) bool { return p.Turn == k })-1]
+				if base < prev.End+sample(userRange[0]) {
+					t.Errorf("%s turn %d: its request at sample %d, the turn before played until %d", r.Name, k+1, base, prev.End)
+				}
+			}
+			if cut {
+				last := plays[len(plays)-1]
+				if last.End != r.Cut || last.Start >= r.Cut {
+					t.Errorf("%s turn %d: cut at %d, its last chunk plays %d-%d", r.Name, k+1, r.Cut, last.Start, last.End)
+				}
+				if streamed := turn.Chunks[len(turn.Chunks)-1].At; base+sample(streamed) > r.Cut {
+					t.Errorf("%s turn %d: a token at %v after the cut at sample %d", r.Name, k+1, streamed, r.Cut)
+				}
+				next := len(r.Audio.Samples)
+				if k+1 < len(r.Turns) {
+					next = sample(r.Turns[k+1].Start.Sub(r.Turns[0].Start))
+				}
+				for i := r.Cut; i < next; i++ {
+					if r.Audio.Samples[i] != 0 {
+						t.Fatalf("%s: sample %d after the cut at %d is %v", r.Name, i, r.Cut, r.Audio.Samples[i])
+					}
+				}
+			}
+			for i, p := range plays {
+				if p.Start < base+sample(p.Ready) || i > 0 && p.Start < plays[i-1].End {
+					t.Errorf("%s turn %d: chunk %d plays at sample %d, ready %v after %d, the one before ends at %d", r.Name, k+1, i, p.Start, p.Ready, base, plays[max(0, i-1)].End)
+				}
+			}
+		}
+		if len(r.Turns) > 1 && r.Cut == 0 && r.BargeIn > 0 {
+			t.Errorf("%s: no barge-in made", r.Name)
 		}
 		made := 0
 		for _, g := range r.Gaps {
-			from, to := int(math.Round(g.Start.Seconds()*rate)), int(math.Round(g.End().Seconds()*rate))
-			if from != r.Plays[g.Chunk-1].End || to != r.Plays[g.Chunk].Start {
-				t.Errorf("%s: gap %+v is not between chunks %d and %d", r.Name, g, g.Chunk-1, g.Chunk)
+			from, to := sample(g.Start), sample(g.End())
+			if from != r.Plays[g.Chunk-1].End || to != r.Plays[g.Chunk].Start || r.Plays[g.Chunk-1].Turn != r.Plays[g.Chunk].Turn {
+				t.Errorf("%s: gap %+v is not between chunks %d and %d of a turn", r.Name, g, g.Chunk-1, g.Chunk)
 			}
 			for i := from; i < to; i++ {
 				if r.Audio.Samples[i] != 0 {
@@ -238,15 +307,24 @@ func TestBuildTruth(t *testing.T) {
 				}
 			}
 		}
-		if made > r.Stalls {
-			t.Errorf("%s: %d stalls made, %d asked", r.Name, made, r.Stalls)
+		asked := 0
+		for k := range r.Turns {
+			asked += (r.Stalls + k) % 5
 		}
-		if r.Stalls > 0 && made == 0 && len(r.Plays) > 2 {
-			t.Errorf("%s: %d stalls asked, none made in %d chunks", r.Name, r.Stalls, len(r.Plays))
+		if made > asked {
+			t.Errorf("%s: %d stalls made, %d asked", r.Name, made, asked)
+		}
+		if asked > 0 && made == 0 && len(r.Plays) > 2 && r.Cut == 0 {
+			t.Errorf("%s: %d stalls asked, none made in %d chunks", r.Name, asked, len(r.Plays))
 		}
 		stalls += made
 	}
-	t.Logf("gaps by place: %v", places)
+	t.Logf("gaps by place: %v; recordings by kind: %v", places, kinds)
+	for _, k := range Kinds {
+		if kinds[k] == 0 {
+			t.Errorf("no recording of kind %q", k)
+		}
+	}
 	if stalls < 3*n {
 		t.Errorf("%d stalls in %d recordings", stalls, len(c.Recordings))
 	}
@@ -257,6 +335,33 @@ func TestBuildTruth(t *testing.T) {
 	}
 	if a, b := again.Recordings[1], c.Recordings[1]; len(a.Gaps) != len(b.Gaps) || len(a.Audio.Samples) != len(b.Audio.Samples) {
 		t.Errorf("seed 3 twice: %d gaps in %d samples, then %d in %d", len(b.Gaps), len(b.Audio.Samples), len(a.Gaps), len(a.Audio.Samples))
+	}
+}
+
+// The slow and fast recordings speak at their rates: a text takes about
+// Fast/Slow times as long at the slow rate as at the fast one, on every
+// engine installed.
+func TestExtraRates(t *testing.T) {
+	t.Parallel()
+	text := Texts[HeldOut][0]
+	for _, v := range []Voice{Voices[0], Voices[2], Voices[4]} {
+		if err := v.Available(context.Background()); errors.Is(err, ErrMissing) {
+			t.Log(err)
+			continue
+		}
+		var secs []float64
+		for _, k := range []string{Slow, Fast} {
+			as, err := v.Speak(context.Background(), ExtraRates[k], []string{text}, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := trim(as[0])
+			secs = append(secs, float64(len(a.Samples))/float64(a.Rate))
+		}
+		want := ExtraRates[Fast] / ExtraRates[Slow]
+		if got := secs[0] / secs[1]; math.Abs(got/want-1) > 0.2 {
+			t.Errorf("%s: %.2f s slow, %.2f s fast: %.2f times as long, want %.2f", v.Label(), secs[0], secs[1], got, want)
+		}
 	}
 }
 
@@ -272,7 +377,11 @@ func TestMissingEngine(t *testing.T) {
 
 // Every condition keeps the recording's time base: a burst's onset is
 // where it was, on the channel heard is told to read, to within a
-// millisecond, whatever the rate, filter or encoding.
+// millisecond (5 ms through a lossy codec, which spreads a sudden onset
+// over part of its frame: pre-echo before it, its level built up after),
+// whatever the rate, filter, room, gain control
+// or encoding. What a condition adds (noise, voices, hum) is left out
+// here: it is added sample by sample.
 func TestConditionsKeepTime(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath(Sox); err != nil {
@@ -292,7 +401,11 @@ func TestConditionsKeepTime(t *testing.T) {
 		other.Samples[i] = float32(0.3 * math.Sin(2*math.Pi*500*float64(i)/16000))
 	}
 	for _, c := range Conditions {
-		f, err := c.Make(context.Background(), Input{Recording: r, Other: other, Seed: 1, Dir: t.TempDir()})
+		f, err := c.Make(context.Background(), Input{Recording: r, Other: other, Seed: 1, Dir: t.TempDir(), TransformsOnly: true})
+		if errors.Is(err, ErrMissing) {
+			t.Log(err)
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,10 +415,16 @@ func TestConditionsKeepTime(t *testing.T) {
 		}
 		// the onset: the first 1 ms window after the quiet whose level is
 		// 20 dB over the quiet before it
+		tol, under := 0.001, 10.0
+		if slices.ContainsFunc(c.Needs, func(t Tool) bool { return t == SoxMP3 || t == SoxGSM || t == OpusEnc }) {
+			// the burst's onset is 20 dB under its level: a codec builds
+			// it up over a few ms
+			tol, under = 0.005, 20
+		}
 		for k, on := range onsets {
 			want := float64(on) / rate
-			got := onset(a, want-0.15, want+0.1)
-			if math.Abs(got-want) > 0.001 {
+			got := onset(a, want-0.15, want+0.1, under)
+			if math.Abs(got-want) > tol {
 				t.Errorf("%s: burst %d starts at %.4f s, want %.4f s", c.Name, k, got, want)
 			}
 		}
@@ -313,10 +432,10 @@ func TestConditionsKeepTime(t *testing.T) {
 }
 
 // onset returns where, between from and to seconds, the level first
-// rises over 10 dB under the burst's (its loudest 1 ms window) and 20 dB
-// over the quiet before it (its first 50 ms), in 1 ms windows: a filter's
-// ringing ahead of the burst is under that.
-func onset(a tts.Audio, from, to float64) float64 {
+// rises over under dB under the burst's (its loudest 1 ms window) and 20
+// dB over the quiet before it (its first 50 ms), in 1 ms windows: a
+// filter's ringing ahead of the burst is under that.
+func onset(a tts.Audio, from, to, under float64) float64 {
 	w := max(1, a.Rate/1000)
 	level := func(i int) float64 { return Level(a.Samples[i : i+w]) }
 	start, end := int(from*float64(a.Rate)), int(to*float64(a.Rate))
@@ -328,7 +447,7 @@ func onset(a tts.Audio, from, to float64) float64 {
 	for i := start; i+w <= end+100*w; i += w {
 		peak = max(peak, level(i))
 	}
-	q := max(10*math.Log10(quiet/50)+20, peak-10)
+	q := max(10*math.Log10(quiet/50)+20, peak-under)
 	for i := start + 50*w; i+w <= end; i++ {
 		if level(i) > q {
 			return float64(i+w/2) / float64(a.Rate)

@@ -70,21 +70,33 @@ var installs = map[string]string{
 	Festival: "apt-get install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts",
 }
 
-var (
-	availMu sync.Mutex
-	avail   = map[Voice]error{}
-)
+var voicesFound probes[Voice]
 
 // Available reports whether v can be spoken here: nil, or an error
 // wrapping ErrMissing that says what to install.
 func (v Voice) Available(ctx context.Context) error {
-	availMu.Lock()
-	defer availMu.Unlock()
-	if err, ok := avail[v]; ok {
+	return voicesFound.once(v, func() error { return v.probe(ctx) })
+}
+
+// probes keeps what probing found for each voice or tool: each is probed
+// once.
+type probes[K comparable] struct {
+	mu    sync.Mutex
+	found map[K]error
+}
+
+// once returns what probe found for k, probing it the first time.
+func (p *probes[K]) once(k K, probe func() error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err, ok := p.found[k]; ok {
 		return err
 	}
-	err := v.probe(ctx)
-	avail[v] = err
+	if p.found == nil {
+		p.found = map[K]error{}
+	}
+	err := probe()
+	p.found[k] = err
 	return err
 }
 
